@@ -1,0 +1,31 @@
+# All targets create the virtual environment and install the package first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test verify regenerate bench clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m ipykernel install --user --name scaling-odes >/dev/null 2>&1 || true
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/scaling-odes demo --out demo-output
+
+test: $(STAMP)
+	$(PY) -m pytest -q -ra
+
+verify: $(STAMP)
+	SCALING_ODES_FULL=1 $(PY) -m pytest -q -ra -m full
+
+regenerate: $(STAMP)
+	$(VENV)/bin/scaling-odes regenerate
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache

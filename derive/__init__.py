@@ -1,0 +1,1 @@
+"""Symbolic layer: specs -> exact SymPy expressions (no floating point anywhere here)."""

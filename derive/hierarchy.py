@@ -1,0 +1,213 @@
+"""The order-parameter hierarchy of online SGD (DESIGN.md §1), for general K, M.
+
+Level l of the hierarchy couples the level-1 order parameters (R1, Q1, T1; they fix the
+covariances of the pre-activations) to the level-(l+1) ones (they enter through the
+"generalised" field x^(l), y^(l)).  Because I3 is linear in the two covariances that involve
+the generalised field, every equation has the form
+
+    dX^(l)/dα = Σ_Y  a_XY(v1) · Y^(l+1)  +  e2 · ν_{l+1} · f_X(v1)          (*)
+
+with X over the per-level state (R_in, Q_ij with i <= j), Y over the per-level state plus the
+teacher entries T_nm (n <= m), v1 = (R1, Q1, T1), e2 = η² for order 2 and 0 for order 1.
+:class:`Hierarchy` derives the right-hand side once, for a generic level, with the next-level
+quantities and ν_{l+1} as symbols, and splits it into the coefficients a and f of (*).  The
+closure (Cayley–Hamilton) and the modes basis are built from that split in
+:mod:`derive.systems`; code generation prints it in :mod:`derive.codegen`.
+
+State ordering within a level (documented contract): first R_in for i = 1..K, n = 1..M
+(row-major), then Q_ij for 1 <= i <= j <= K (row-major upper triangle).  Teacher entries:
+T_nm for 1 <= n <= m <= M.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import product
+
+import sympy as sp
+
+from . import integrals
+
+
+@dataclass(frozen=True)
+class SystemKey:
+    """What a derived system depends on besides the spectrum."""
+
+    activation: str
+    K: int
+    M: int
+
+    def __post_init__(self):
+        if self.activation not in integrals.ACTIVATIONS:
+            raise ValueError(f"activation must be one of {integrals.ACTIVATIONS}, "
+                             f"got {self.activation!r}")
+        for name in ("K", "M"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+
+    @property
+    def tag(self) -> str:
+        return f"{self.activation}_K{self.K}_M{self.M}"
+
+
+def state_labels(K: int, M: int) -> list[str]:
+    """Names of the per-level state in order: R_in then Q_ij (i <= j), 1-based."""
+    return ([f"R_{i}{n}" for i in range(1, K + 1) for n in range(1, M + 1)]
+            + [f"Q_{i}{j}" for i in range(1, K + 1) for j in range(i, K + 1)])
+
+
+def teacher_labels(M: int) -> list[str]:
+    """Names of the teacher entries in order: T_nm (n <= m), 1-based."""
+    return [f"T_{n}{m}" for n in range(1, M + 1) for m in range(n, M + 1)]
+
+
+class _Block:
+    """Symbols of one level: R (K x M), Q (K x K symmetric), T (M x M symmetric)."""
+
+    def __init__(self, prefix: str, K: int, M: int):
+        def sym(name):
+            return sp.Symbol(f"{prefix}{name}", real=True)
+        self.R = sp.Matrix(K, M, lambda i, n: sym(f"R_{i + 1}_{n + 1}"))
+        self.Q = sp.Matrix(K, K, lambda i, j: sym(f"Q_{min(i, j) + 1}_{max(i, j) + 1}"))
+        self.T = sp.Matrix(M, M, lambda n, m: sym(f"T_{min(n, m) + 1}_{max(n, m) + 1}"))
+        self.state = ([self.R[i, n] for i in range(K) for n in range(M)]
+                      + [self.Q[i, j] for i in range(K) for j in range(i, K)])
+        self.teacher = [self.T[n, m] for n in range(M) for m in range(n, M)]
+
+
+class Hierarchy:
+    """Level-generic right-hand side of the hierarchy for one (activation, K, M).
+
+    Attributes (all plain ordered objects):
+      ``v1``: level-1 block (``v1.state`` then ``v1.teacher`` are the coefficient arguments),
+      ``nxt``: level-(l+1) block, ``eta``, ``nu`` (ν_{l+1}), ``e2`` (η² or 0: the order switch),
+      ``rhs``: list of dX^(l)/dα in state order (η² term written as e2·ν·(...)),
+      ``a``: Matrix (n_state x (n_state + n_teacher)) of coefficients of the next level,
+      ``f``: list of η²-term coefficients, ``eps_g``: generalisation error of v1.
+    """
+
+    def __init__(self, key: SystemKey):
+        self.key = key
+        K, M = key.K, key.M
+        self.v1 = _Block("", K, M)
+        self.nxt = _Block("n", K, M)
+        self.eta = sp.Symbol("eta", positive=True)
+        self.nu = sp.Symbol("nu", positive=True)
+        self.e2 = sp.Symbol("e2", nonnegative=True)
+        self.n_state = len(self.v1.state)
+        self.n_teacher = len(self.v1.teacher)
+
+    # -- the Gaussian fields ---------------------------------------------------------------
+    def _cov3(self, first, second, third):
+        """3x3 covariance of (x_i, generalised field, third field).
+
+        Fields are tagged ("x", i), ("y", n); the generalised one is the level-l field whose
+        covariances with level-1 fields are level-(l+1) order parameters.
+        """
+        c = sp.zeros(3, 3)
+        c[0, 0] = self._c1(first, first)
+        c[0, 1] = c[1, 0] = self._cn(first, second)
+        c[0, 2] = c[2, 0] = self._c1(first, third)
+        c[1, 2] = c[2, 1] = self._cn(third, second)
+        c[2, 2] = self._c1(third, third)
+        return c  # c[1, 1] is never used by I3
+
+    def _c1(self, u, w):
+        return self._entry(self.v1, u, w)
+
+    def _cn(self, u, w):
+        return self._entry(self.nxt, u, w)
+
+    @staticmethod
+    def _entry(block, u, w):
+        (tu, iu), (tw, iw) = u, w
+        if tu == "x" and tw == "x":
+            return block.Q[iu, iw]
+        if tu == "x" and tw == "y":
+            return block.R[iu, iw]
+        if tu == "y" and tw == "x":
+            return block.R[iw, iu]
+        return block.T[iu, iw]
+
+    def _cov4(self, fields):
+        return sp.Matrix(4, 4, lambda a, b: self._c1(fields[a], fields[b]))
+
+    # -- the equations ---------------------------------------------------------------------
+    @cached_property
+    def _parts(self):
+        """Per equation: (linear part, η² bracket) with rhs = lin + e2·ν·quad."""
+        act, K, M = self.key.activation, self.key.K, self.key.M
+        I3 = lambda *f: integrals.I3(act, self._cov3(*f))  # noqa: E731
+        I4 = lambda *f: integrals.I4(act, self._cov4(f))   # noqa: E731
+        xs = [("x", i) for i in range(K)]
+        ys = [("y", n) for n in range(M)]
+        k_, m_ = sp.Integer(K), sp.Integer(M)
+        parts = []
+        for i, n in product(range(K), range(M)):
+            drive = sp.Add(*[I3(xs[i], ys[n], y_m) for y_m in ys])
+            back = sp.Add(*[I3(xs[i], ys[n], x_j) for x_j in xs])
+            parts.append((self.eta / k_ * (drive - m_ / k_ * back), sp.Integer(0)))
+        for i in range(K):
+            for j in range(i, K):
+                lin = 0
+                for a, b in ((i, j), (j, i)):
+                    drive = sp.Add(*[I3(xs[a], xs[b], y_m) for y_m in ys])
+                    back = sp.Add(*[I3(xs[a], xs[b], x_k) for x_k in xs])
+                    lin += drive - m_ / k_ * back
+                quad = (sp.Add(*[I4(xs[i], xs[j], y_n, y_m) for y_n in ys for y_m in ys])
+                        - 2 * m_ / k_ * sp.Add(*[I4(xs[i], xs[j], x_k, y_n)
+                                                 for x_k in xs for y_n in ys])
+                        + m_**2 / k_**2 * sp.Add(*[I4(xs[i], xs[j], x_k, x_l)
+                                                   for x_k in xs for x_l in xs]))
+                parts.append((self.eta / k_ * lin, quad / k_**2))
+        return parts
+
+    @cached_property
+    def rhs(self) -> list:
+        return [lin + self.e2 * self.nu * quad for lin, quad in self._parts]
+
+    @cached_property
+    def _split(self):
+        # The linear part is homogeneous-linear in the next level: its gradient there is free
+        # of next-level symbols and it vanishes when they do.  Both are checked, which proves
+        # lin == a · next exactly (no expansion of the erf expressions needed).
+        nxt_syms = self.nxt.state + self.nxt.teacher
+        zero = {y: 0 for y in nxt_syms}
+        a = sp.zeros(self.n_state, len(nxt_syms))
+        for s, (lin, _) in enumerate(self._parts):
+            for t, y in enumerate(nxt_syms):
+                coeff = sp.diff(lin, y)
+                if coeff.free_symbols & set(nxt_syms):
+                    raise AssertionError(f"equation {s} is not linear in {y}")
+                a[s, t] = coeff
+            if sp.simplify(lin.subs(zero)) != 0:
+                raise AssertionError(f"equation {s} has a part independent of the next level")
+        f = [quad for _, quad in self._parts]
+        if any(set(q.free_symbols) & set(nxt_syms) for q in f):
+            raise AssertionError("the eta^2 term depends on the next level")
+        return a, f
+
+    @property
+    def a(self) -> sp.Matrix:
+        return self._split[0]
+
+    @property
+    def f(self) -> list:
+        return self._split[1]
+
+    @cached_property
+    def eps_g(self) -> sp.Expr:
+        act, K, M = self.key.activation, self.key.K, self.key.M
+        def I2(u, w):
+            c = sp.Matrix([[self._c1(u, u), self._c1(u, w)], [self._c1(w, u), self._c1(w, w)]])
+            return integrals.I2(act, c)
+        xs = [("x", i) for i in range(K)]
+        ys = [("y", n) for n in range(M)]
+        tt = sp.Add(*[I2(u, w) for u in ys for w in ys])
+        ss = sp.Add(*[I2(u, w) for u in xs for w in xs])
+        st = sp.Add(*[I2(u, w) for u in xs for w in ys])
+        return sp.Rational(1, 2) * (tt / M + sp.Integer(M) / K**2 * ss - sp.Integer(2) / K * st)
+
+    def labels(self) -> list[str]:
+        return state_labels(self.key.K, self.key.M)

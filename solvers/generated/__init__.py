@@ -1,0 +1,1 @@
+"""Solver modules printed by derive/codegen.py.  Do not edit; run `scaling-odes regenerate`."""

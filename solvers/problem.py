@@ -1,0 +1,180 @@
+"""A solvable problem: system key, spectrum, learning rate and an initial condition.
+
+The initial condition is held in exact form (Fractions, or float64 numbers of a finite-N
+realisation, which are exact binary fractions) either as mode overlaps (R_k, Q_k, T_k) or as
+levels (R^(l), Q^(l) for l < L and T^(l) for l <= L).  ``numeric(ctx)`` turns everything into
+numbers of the context at its precision: eigenvalues, the characteristic polynomial
+c_0..c_{L-1}, ν_1..ν_L, and the state in either basis.  Conversions between bases happen here,
+at the working precision (levels = Vandermonde × modes; the reverse solves the Vandermonde
+system, which is what needs digits).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from derive import spectra
+from derive.hierarchy import SystemKey
+
+from .numbers import Float64Context
+
+
+@dataclass(frozen=True)
+class InitialCondition:
+    basis: str          # "modes" | "levels"
+    R: np.ndarray       # modes: (L, K, M); levels: (L, K, M) levels 0..L-1   (object arrays)
+    Q: np.ndarray       # modes: (L, K, K); levels: (L, K, K)
+    T: np.ndarray       # modes: (L, M, M); levels: (L+1, M, M) levels 0..L
+
+
+@dataclass(frozen=True)
+class Problem:
+    key: SystemKey
+    spectrum: spectra.Spectrum
+    eta: Fraction
+    order: int
+    init: InitialCondition
+
+    @property
+    def L(self) -> int:
+        return self.spectrum.L
+
+    def numeric(self, ctx) -> "NumericProblem":
+        return NumericProblem(self, ctx)
+
+
+def _pack_state(R, Q):
+    """(L, K, M), (L, K, K) -> (L, N_STATE) in the documented state order."""
+    L, K, _ = R.shape
+    iu = np.triu_indices(K)
+    return np.concatenate([R.reshape(L, -1), Q[:, iu[0], iu[1]]], axis=1)
+
+
+def _pack_teacher(T):
+    iu = np.triu_indices(T.shape[1])
+    return T[:, iu[0], iu[1]]
+
+
+def unpack_state(y, K, M):
+    """(..., N_STATE) -> R (..., K, M), Q (..., K, K) symmetric."""
+    y = np.asarray(y)
+    R = y[..., :K * M].reshape(y.shape[:-1] + (K, M))
+    Q = np.empty(y.shape[:-1] + (K, K), dtype=y.dtype)
+    iu = np.triu_indices(K)
+    Q[..., iu[0], iu[1]] = y[..., K * M:]
+    Q[..., iu[1], iu[0]] = y[..., K * M:]
+    return R, Q
+
+
+class NumericProblem:
+    """Everything the generated modules take, as numbers of one context."""
+
+    def __init__(self, problem: Problem, ctx):
+        self.problem, self.ctx = problem, ctx
+        sp_ = problem.spectrum
+        conv = ctx.convert
+        self.lam = np.array([conv(v) for v in sp_.eigenvalues], dtype=object)
+        self.w = np.array([conv(v) for v in sp_.weights], dtype=object)
+        L = problem.L
+        # c_j from the eigenvalues at working precision: the coefficients are elementary
+        # symmetric functions of positive numbers (alternating signs only), so this product
+        # is accurate to the working precision, and much cheaper than the exact polynomial.
+        c = [conv(1)]
+        for lam in self.lam:
+            c = [(c[j - 1] if j > 0 else 0) - lam * (c[j] if j < len(c) else 0)
+                 for j in range(len(c) + 1)]
+        self.c = np.array(c[:L], dtype=object)
+        self.nu = np.array([sum(self.w * self.lam ** l) for l in range(1, L + 1)], dtype=object)
+        self.eta = conv(problem.eta)
+        self.e2 = self.eta ** 2 if problem.order == 2 else conv(0)
+        init = problem.init
+        if init.basis == "modes":
+            self.y_modes = _pack_state(ctx.array(init.R), ctx.array(init.Q))
+            self.T_modes = _pack_teacher(ctx.array(init.T))
+            V = np.array([[lam ** l for lam in self.lam] for l in range(L + 1)], dtype=object)
+            self.y_levels = V[:L] @ self.y_modes
+            self.T_levels = V[1:] @ self.T_modes            # levels 1..L
+        else:
+            self.y_levels = _pack_state(ctx.array(init.R), ctx.array(init.Q))
+            self.T_levels = _pack_teacher(ctx.array(init.T))[1:]
+            self.y_modes, self.T_modes = self._levels_to_modes()
+        if isinstance(ctx, Float64Context):
+            for name in ("lam", "w", "c", "nu", "y_modes", "T_modes", "y_levels", "T_levels"):
+                setattr(self, name, np.asarray(getattr(self, name), dtype=float))
+
+    def _levels_to_modes(self):
+        """Solve the Vandermonde system X^(l) = Σ_k λ_k^l X_k at the working precision."""
+        L = self.problem.L
+        if isinstance(self.ctx, Float64Context):
+            V = np.array([[float(lam) ** l for lam in self.lam] for l in range(L)])
+            y = np.linalg.solve(V, np.asarray(self.y_levels, dtype=float))
+            T1 = np.linalg.solve(V * np.asarray(self.lam, dtype=float), np.asarray(self.T_levels, float))
+            return y, T1
+        V = mpmath.matrix([[mpmath.mpf(lam) ** l for lam in self.lam] for l in range(L)])
+        V1 = mpmath.matrix([[mpmath.mpf(lam) ** l for lam in self.lam] for l in range(1, L + 1)])
+        def solve(A, rhs):
+            cols = [mpmath.lu_solve(A, mpmath.matrix(list(rhs[:, j]))) for j in range(rhs.shape[1])]
+            return np.array([[self.ctx.convert(cols[j][k]) for j in range(rhs.shape[1])]
+                             for k in range(L)], dtype=object)
+        return solve(V, self.y_levels), solve(V1, self.T_levels)
+
+
+# -- initial conditions ---------------------------------------------------------------------
+
+def draw_weights(K: int, M: int, N: int, sigma_J, seed: int, rotate: bool = False):
+    """The finite-N realisation behind ``init = "random"``: J (K, N), B (M, N), W or None.
+
+    J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) drawn in that order from PCG64(seed); with ``rotate``
+    a Haar orthogonal W (Σ = W Λ Wᵀ) is drawn next, and the mode overlaps use J W and B W.
+    """
+    rng = np.random.Generator(np.random.PCG64(seed))
+    J = float(sigma_J) * rng.standard_normal((K, N))
+    B = rng.standard_normal((M, N))
+    W = None
+    if rotate:
+        from scipy.stats import ortho_group
+        W = ortho_group.rvs(N, random_state=rng)
+    return J, B, W
+
+
+def mode_overlaps(J, B, L: int, W=None):
+    """R_k = J P_k Bᵀ/N etc. with P_k the k-th block of N/L eigen-directions (float64)."""
+    N = J.shape[1]
+    if N % L:
+        raise ValueError(f"L = {L} does not divide N = {N}")
+    if W is not None:
+        J, B = J @ W, B @ W
+    Jb = J.reshape(J.shape[0], L, N // L)
+    Bb = B.reshape(B.shape[0], L, N // L)
+    R = np.einsum("ika,nka->kin", Jb, Bb) / N
+    Q = np.einsum("ika,jka->kij", Jb, Jb) / N
+    T = np.einsum("nka,mka->knm", Bb, Bb) / N
+    return R, Q, T
+
+
+def random_init(K, M, N, L, sigma_J, seed, rotate=False) -> InitialCondition:
+    J, B, W = draw_weights(K, M, N, sigma_J, seed, rotate)
+    R, Q, T = mode_overlaps(J, B, L, W)
+    obj = lambda a: np.asarray(a, dtype=object)  # noqa: E731  (floats are exact binary fractions)
+    return InitialCondition("modes", obj(R), obj(Q), obj(T))
+
+
+def expected_init(spectrum, K, M, sigma_J) -> InitialCondition:
+    """The average over teacher and student draws: R = 0, Q_k = σ_J² p_k δ, T_k = p_k δ."""
+    L = spectrum.L
+    s2 = Fraction(sigma_J) ** 2
+    w = [Fraction(int(v.p), int(v.q)) for v in spectrum.weights]
+    R = np.full((L, K, M), Fraction(0), dtype=object)
+    Q = np.array([[[s2 * w[k] if i == j else Fraction(0) for j in range(K)] for i in range(K)]
+                  for k in range(L)], dtype=object)
+    T = np.array([[[w[k] if n == m else Fraction(0) for m in range(M)] for n in range(M)]
+                  for k in range(L)], dtype=object)
+    return InitialCondition("modes", R, Q, T)
+
+
+def explicit_init(basis, R, Q, T) -> InitialCondition:
+    return InitialCondition(basis, np.array(R, dtype=object), np.array(Q, dtype=object),
+                            np.array(T, dtype=object))

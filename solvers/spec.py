@@ -1,0 +1,526 @@
+"""The spec file: one TOML file describing a run, loaded into frozen dataclasses.
+
+    [model]    activation = "erf"   K = 2   M = 2
+    [data]     L = 16   beta = 1.0   N = 1024   rotate = false   (or eigenvalues = [...])
+    [training] eta = 0.1   order = 2   sigma_J = 0.01   seed = 0   init = "random"
+    [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
+    [solve]    alpha_max = 3000   n_points = 200   spacing = "log"   (or alphas = [...])
+               alpha_min   basis = "levels"   dps = "auto"   digits = 12
+
+Numbers that enter the ODEs (beta, eigenvalues, eta, sigma_J, initial conditions) are kept
+exact as `Fraction`: a TOML float is read through its shortest repr (0.3 -> 3/10) and a
+decimal string ("0.1", "1e-3") is read exactly.  Each problem raises `SpecError`, whose
+message is one line starting with the file name.
+
+Per-key validation is driven by `_SCHEMA` (key -> converter, default, check); what involves
+several keys lives in the small `_check_*` functions below it.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
+
+__all__ = ["SpecError", "ModelSpec", "DataSpec", "TrainingSpec", "InitSpec", "SolveSpec",
+           "Spec", "load_spec", "parse_spec", "spec_to_dict"]
+
+
+class SpecError(ValueError):
+    """An invalid spec; the message is one line starting with the file name."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    activation: str = "erf"
+    K: int = 2
+    M: int = 2
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    L: int
+    beta: Fraction | None          # None when eigenvalues are given
+    eigenvalues: tuple[Fraction, ...] | None
+    N: int | None
+    rotate: bool = False
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    eta: Fraction
+    order: int = 2
+    sigma_J: Fraction = Fraction(1, 100)
+    seed: int = 0
+    init: str = "random"           # "random" | "explicit" | "expected"
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    basis: str                     # "modes" | "levels"
+    R: tuple                       # nested tuples of Fraction, see the module docstring
+    Q: tuple
+    T: tuple
+
+
+@dataclass(frozen=True)
+class SolveSpec:
+    alphas: tuple[float, ...] | None
+    alpha_max: float | None        # None when alphas are given
+    alpha_min: float | None        # resolved default; None when alphas are given
+    n_points: int                  # len(alphas) when alphas are given
+    spacing: str                   # "log" | "linear" | "explicit" (alphas given)
+    basis: str = "levels"
+    dps: int | str = "auto"        # "auto" | "float64" | int >= 15
+    digits: int = 12
+
+    def alpha_grid(self) -> list[float]:
+        """The output times: `alphas`, or `n_points` linear/log-spaced points, increasing."""
+        if self.alphas is not None:
+            return list(self.alphas)
+        lo, hi, n = self.alpha_min, self.alpha_max, self.n_points
+        if self.spacing == "log":
+            a, b = math.log(lo), math.log(hi)
+            grid = [math.exp(a + (b - a) * i / (n - 1)) for i in range(n)]
+        else:
+            grid = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+        grid[0], grid[-1] = lo, hi
+        return grid
+
+
+@dataclass(frozen=True)
+class Spec:
+    model: ModelSpec
+    data: DataSpec
+    training: TrainingSpec
+    init: InitSpec | None
+    solve: SolveSpec
+    extra: dict = field(default_factory=dict)
+    path: str = "<spec>"
+
+
+class _Problem(Exception):
+    """Raised inside parsing; `parse_spec` prefixes the file name and re-raises SpecError."""
+
+
+# ---- formatting ------------------------------------------------------------------------
+
+def _decimal(f: Fraction) -> str | None:
+    """Exact decimal string of `f`, or None if its expansion does not terminate."""
+    q, k = f.denominator, 0
+    for p in (2, 5):
+        e = 0
+        while q % p == 0:
+            q, e = q // p, e + 1
+        k = max(k, e)
+    if q != 1:
+        return None
+    digits = str(abs(f.numerator) * 10**k // f.denominator).rjust(k + 1, "0")
+    body = f"{digits[:-k]}.{digits[-k:]}" if k else digits
+    return ("-" if f < 0 else "") + body
+
+
+def _fmt(v, limit: int = 60) -> str:
+    """A value as it would look in TOML, shortened to one line."""
+    if isinstance(v, bool):
+        s = "true" if v else "false"
+    elif isinstance(v, str):
+        s = json.dumps(v)
+    elif isinstance(v, Fraction):
+        s = _decimal(v) or f"{v.numerator}/{v.denominator}"
+    elif isinstance(v, (list, tuple)):
+        s = "[" + ", ".join(_fmt(x, limit) for x in v) + "]"
+    elif isinstance(v, dict):
+        s = "{" + ", ".join(f"{_key(k)} = {_fmt(x, limit)}" for k, x in v.items()) + "}"
+    else:
+        s = str(v)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+def _wrong_type(label, v, expected):
+    return _Problem(f"{label} = {_fmt(v)} has wrong type: expected {expected}")
+
+
+# ---- converters: (raw TOML value, label) -> value, or raise _Problem ---------------------
+
+_DECIMAL_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_EXACT = "number or decimal string"
+
+
+def _int(v, label):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise _wrong_type(label, v, "integer")
+
+
+def _bool(v, label):
+    if isinstance(v, bool):
+        return v
+    raise _wrong_type(label, v, "boolean")
+
+
+def _str(v, label):
+    if isinstance(v, str):
+        return v
+    raise _wrong_type(label, v, "string")
+
+
+def _float(v, label):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not math.isfinite(v):
+            raise _Problem(f"{label} = {_fmt(v)} must be finite")
+        return float(v)
+    raise _wrong_type(label, v, "number")
+
+
+def _exact(v, label):
+    """Fraction from an int, a float (via its repr: 0.3 -> 3/10) or a decimal string."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return Fraction(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise _Problem(f"{label} = {_fmt(v)} must be finite")
+        return Fraction(str(v))
+    if isinstance(v, str) and _DECIMAL_RE.fullmatch(v):
+        return Fraction(v)
+    raise _wrong_type(label, v, _EXACT)
+
+
+def _list_of(conv, expected):
+    def convert(v, label):
+        if not isinstance(v, list):
+            raise _wrong_type(label, v, expected)
+        if not v:
+            raise _Problem(f"{label} = [] must not be empty")
+        return tuple(conv(x, f"{label}[{i}]") for i, x in enumerate(v))
+    return convert
+
+
+def _dps(v, label):
+    if isinstance(v, (int, str)) and not isinstance(v, bool):
+        return v
+    raise _wrong_type(label, v, 'integer >= 15, "auto" or "float64"')
+
+
+# ---- checks: (converted value, label) -> None, or raise _Problem -------------------------
+
+def _rule(pred, text):
+    def check(v, label):
+        if not pred(v):
+            raise _Problem(f"{label} = {_fmt(v)} {text}")
+    return check
+
+
+def _one_of(*allowed):
+    return _rule(lambda v: v in allowed, "must be one of " + ", ".join(map(_fmt, allowed)))
+
+
+def _ge(x):
+    return _rule(lambda v: v >= x, f"must be >= {x}")
+
+
+def _gt(x):
+    return _rule(lambda v: v > x, f"must be > {x}")
+
+
+def _each(check):
+    def check_all(vs, label):
+        for i, v in enumerate(vs):
+            check(v, f"{label}[{i}]")
+    return check_all
+
+
+def _bare(label):
+    """'[data] eigenvalues' -> 'eigenvalues'."""
+    return label.rsplit("] ", 1)[-1]
+
+
+def _distinct(vs, label):
+    seen = {}
+    for i, v in enumerate(vs):
+        if v in seen:
+            raise _Problem(f"{label}[{i}] = {_fmt(v)} duplicates {_bare(label)}[{seen[v]}] "
+                           f"({_bare(label)} must be pairwise distinct)")
+        seen[v] = i
+
+
+def _increasing(vs, label):
+    for i in range(1, len(vs)):
+        if not vs[i] > vs[i - 1]:
+            raise _Problem(f"{label}[{i}] = {_fmt(vs[i])} is not greater than "
+                           f"{_bare(label)}[{i - 1}] = {_fmt(vs[i - 1])} ({_bare(label)} must "
+                           f"be strictly increasing)")
+
+
+def _all(*checks):
+    def check(v, label):
+        for c in checks:
+            c(v, label)
+    return check
+
+
+def _dps_ok(v, label):
+    if isinstance(v, str):
+        _one_of("auto", "float64")(v, label)
+    elif v < 15:
+        raise _Problem(f'{label} = {v} must be >= 15 (or "auto" / "float64")')
+
+
+_REQUIRED = object()
+
+# section -> key -> (converter, default, check).  None as a default means "not given";
+# whether it is then required depends on other keys (see the _check_* functions).
+_SCHEMA = {
+    "model": {
+        "activation": (_str, "erf", _one_of("erf", "linear")),
+        "K": (_int, 2, _ge(1)),
+        "M": (_int, 2, _ge(1)),
+    },
+    "data": {
+        "L": (_int, None, _ge(1)),
+        "beta": (_exact, None, _gt(-1)),
+        "eigenvalues": (_list_of(_exact, f"list of {_EXACT}s"), None,
+                        _all(_each(_gt(0)), _distinct)),
+        "N": (_int, None, _ge(1)),
+        "rotate": (_bool, False, None),
+    },
+    "training": {
+        "eta": (_exact, _REQUIRED, _gt(0)),
+        "order": (_int, 2, _one_of(1, 2)),
+        "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
+        "seed": (_int, 0, _ge(0)),
+        "init": (_str, "random", _one_of("random", "explicit", "expected")),
+    },
+    "solve": {
+        "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
+        "alpha_max": (_float, None, _gt(0)),
+        "alpha_min": (_float, None, None),            # depends on spacing: _check_solve
+        "n_points": (_int, 200, _ge(2)),
+        "spacing": (_str, "log", _one_of("log", "linear")),
+        "basis": (_str, "levels", _one_of("levels", "modes")),
+        "dps": (_dps, "auto", _dps_ok),
+        "digits": (_int, 12, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
+    },
+}
+_INIT_KEYS = ("modes", "levels")
+_TENSOR_KEYS = ("R", "Q", "T")
+
+
+def _table(v, where):
+    if not isinstance(v, dict):
+        raise _Problem(f"{where} must be a table, got {_fmt(v)}")
+    return v
+
+
+def _no_unknown(raw: dict, allowed, where: str):
+    for k in raw:
+        if k not in allowed:
+            raise _Problem(f"{where} unknown key '{_key(k)}' (allowed: {', '.join(allowed)})")
+
+
+def _read_section(doc: dict, sec: str) -> dict:
+    raw = _table(doc.get(sec, {}), f"[{sec}]")
+    schema = _SCHEMA[sec]
+    _no_unknown(raw, schema, f"[{sec}]")
+    out = {}
+    for key, (convert, default, check) in schema.items():
+        label = f"[{sec}] {key}"
+        if key not in raw:
+            if default is _REQUIRED:
+                raise _Problem(f"[{sec}] missing required key {key!r}")
+            out[key] = default
+            continue
+        out[key] = convert(raw[key], label)
+        if check is not None:
+            check(out[key], label)
+    return out
+
+
+# ---- cross-key checks --------------------------------------------------------------------
+
+def _check_data(d: dict, training_init: str) -> DataSpec:
+    if d["eigenvalues"] is not None:
+        if d["L"] is not None or d["beta"] is not None:
+            raise _Problem("[data] give either L and beta or eigenvalues, not both")
+        d["L"] = len(d["eigenvalues"])
+    elif d["L"] is None and d["beta"] is None:
+        raise _Problem("[data] give either L and beta or eigenvalues (neither given)")
+    else:
+        for key, other in (("L", "beta"), ("beta", "L")):
+            if d[key] is None:
+                raise _Problem(f"[data] missing required key {key!r} (needed with {other})")
+    if d["N"] is None and training_init == "random":
+        raise _Problem("[data] missing required key 'N' (needed with training.init = 'random')")
+    if d["N"] is not None and d["N"] % d["L"]:
+        raise _Problem(f"[data] L = {d['L']} does not divide N = {d['N']}")
+    return DataSpec(**d)
+
+
+_GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
+
+
+def _check_solve(s: dict, raw: dict) -> SolveSpec:
+    if s["alphas"] is not None:
+        clash = [k for k in _GRID_KEYS if k in raw]
+        if clash:
+            raise _Problem(f"[solve] give either alphas or {'/'.join(_GRID_KEYS)}, not both "
+                           f"(got alphas and {', '.join(clash)})")
+        s.update(n_points=len(s["alphas"]), spacing="explicit")
+    else:
+        hi = s["alpha_max"]
+        if hi is None:
+            raise _Problem("[solve] missing required key 'alpha_max' (or give alphas)")
+        log = s["spacing"] == "log"
+        if s["alpha_min"] is None:
+            s["alpha_min"] = hi * 1e-4 if log else 0.0
+        lo = s["alpha_min"]
+        if not ((lo > 0 if log else lo >= 0) and lo < hi):
+            bound = "> 0" if log else ">= 0"
+            raise _Problem(f"[solve] alpha_min = {_fmt(lo)} must be {bound} and < alpha_max "
+                           f"= {_fmt(hi)} (spacing = {_fmt(s['spacing'])})")
+    spec = SolveSpec(**s)
+    if spec.alphas is None:
+        grid = spec.alpha_grid()
+        if any(b <= a for a, b in zip(grid, grid[1:])):
+            raise _Problem(f"[solve] n_points = {spec.n_points} is too many for alpha_min = "
+                           f"{_fmt(lo)} .. alpha_max = {_fmt(hi)} (grid not strictly increasing)")
+    if isinstance(s["dps"], int) and s["digits"] > s["dps"] - 5:
+        raise _Problem(f"[solve] dps = {s['dps']} is too small for digits = {s['digits']} "
+                       f"(need dps >= digits + 5)")
+    return spec
+
+
+def _tensor(v, shape, label, hint):
+    if not shape:
+        return _exact(v, label)
+    if not isinstance(v, list) or len(v) != shape[0]:
+        got = f"length {len(v)}" if isinstance(v, list) else _fmt(v)
+        raise _Problem(f"{label} has wrong shape: expected a list of length {shape[0]}, "
+                       f"got {got} ({hint})")
+    return tuple(_tensor(x, shape[1:], f"{label}[{i}]", hint) for i, x in enumerate(v))
+
+
+def _check_symmetric(t, label):
+    for k, mat in enumerate(t):
+        for i in range(len(mat)):
+            for j in range(i):
+                if mat[i][j] != mat[j][i]:
+                    raise _Problem(f"{label}[{k}] is not symmetric: {label}[{k}][{i}][{j}] = "
+                                   f"{_fmt(mat[i][j])} != {label}[{k}][{j}][{i}] = "
+                                   f"{_fmt(mat[j][i])}")
+
+
+def _read_init(raw, model: ModelSpec, data: DataSpec, training: TrainingSpec):
+    if training.init != "explicit":
+        if raw is None:
+            return None
+        sub = next((s for s in _INIT_KEYS if isinstance(raw, dict) and s in raw), None)
+        where = f"[init.{sub}]" if sub else "[init]"
+        raise _Problem(f"{where} given but training.init = '{training.init}'")
+    if raw is None:
+        raise _Problem("training.init = 'explicit' needs an [init.modes] or [init.levels] table")
+    _no_unknown(_table(raw, "[init]"), _INIT_KEYS, "[init]")
+    given = [s for s in _INIT_KEYS if s in raw]
+    if len(given) != 1:
+        raise _Problem("[init] give exactly one of [init.modes] or [init.levels], not both")
+    basis = given[0]
+    where = f"[init.{basis}]"
+    tables = _table(raw[basis], where)
+    _no_unknown(tables, _TENSOR_KEYS, where)
+    L, K, M = data.L, model.K, model.M
+    nT = L + 1 if basis == "levels" else L
+    shapes = {"R": ((L, K, M), "L x K x M"), "Q": ((L, K, K), "L x K x K"),
+              "T": ((nT, M, M), "(L+1) x M x M" if basis == "levels" else "L x M x M")}
+    out = {}
+    for key, (shape, dims) in shapes.items():
+        if key not in tables:
+            raise _Problem(f"{where} missing required key {key!r}")
+        hint = f"{key} is {dims} = {'x'.join(map(str, shape))}"
+        out[key] = _tensor(tables[key], shape, f"{where} {key}", hint)
+    _check_symmetric(out["Q"], f"{where} Q")
+    _check_symmetric(out["T"], f"{where} T")
+    return InitSpec(basis=basis, **out)
+
+
+# ---- public API --------------------------------------------------------------------------
+
+def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=()) -> Spec:
+    """Validate an already-parsed TOML document.  Raises SpecError."""
+    try:
+        doc = _table(mapping, "the spec")
+        allowed = (*_SCHEMA, "init", *extra_sections)
+        for sec in doc:
+            if sec not in allowed:
+                raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
+        model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
+        model, training = ModelSpec(**model), TrainingSpec(**training)
+        data = _check_data(data, training.init)
+        solve = _check_solve(solve, doc.get("solve", {}))
+        init = _read_init(doc.get("init"), model, data, training)
+        extra = {sec: _table(doc[sec], f"[{sec}]") for sec in extra_sections if sec in doc}
+    except _Problem as p:
+        raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
+    return Spec(model, data, training, init, solve, extra, name)
+
+
+def load_spec(path, extra_sections=()) -> Spec:
+    """Read and validate a spec file.  Raises SpecError."""
+    name = str(path)
+    try:
+        text = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SpecError(f"{name}: cannot read {name}: no such file") from None
+    except OSError as e:
+        raise SpecError(f"{name}: cannot read {name}: {e.strerror or e}") from None
+    try:
+        doc = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SpecError(f"{name}: invalid TOML: {' '.join(str(e).split())}") from None
+    return parse_spec(doc, name=name, extra_sections=extra_sections)
+
+
+def _out(v):
+    """Fractions as decimal strings (str(float) if the expansion does not terminate)."""
+    if isinstance(v, Fraction):
+        return _decimal(v) or str(float(v))
+    if isinstance(v, tuple):
+        return [_out(x) for x in v]
+    return v
+
+
+def spec_to_dict(spec: Spec) -> dict:
+    """Inverse of `parse_spec`: parse_spec(spec_to_dict(s)) == s for terminating decimals."""
+    m, d, t, s = spec.model, spec.data, spec.training, spec.solve
+    data = {"eigenvalues": _out(d.eigenvalues)} if d.eigenvalues is not None else \
+        {"L": d.L, "beta": _out(d.beta)}
+    if d.N is not None:
+        data["N"] = d.N
+    data["rotate"] = d.rotate
+    solve = {"alphas": list(s.alphas)} if s.alphas is not None else \
+        {"alpha_max": s.alpha_max, "alpha_min": s.alpha_min, "n_points": s.n_points,
+         "spacing": s.spacing}
+    solve.update(basis=s.basis, dps=s.dps, digits=s.digits)
+    out = {
+        "model": {"activation": m.activation, "K": m.K, "M": m.M},
+        "data": data,
+        "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
+                     "seed": t.seed, "init": t.init},
+        "solve": solve,
+    }
+    if spec.init is not None:
+        i = spec.init
+        out["init"] = {i.basis: {"R": _out(i.R), "Q": _out(i.Q), "T": _out(i.T)}}
+    out.update(copy.deepcopy(spec.extra))
+    return out
