@@ -165,8 +165,11 @@ class FlintContext(_Context):
         if hasattr(x, "p") and hasattr(x, "q"):
             return arb(int(x.p)) / int(x.q)
         if isinstance(x, mpmath.mpf):
-            man, exp = x.man_exp
-            return arb(int(man)) * arb(2) ** int(exp)
+            # mpf.man_exp drops the sign: take it from the raw (sign, man, exp, bc) tuple.
+            if not mpmath.isfinite(x):
+                raise ValueError(f"cannot convert non-finite {x} to arb")
+            sign, man, exp, _ = x._mpf_
+            return arb((-1) ** sign * int(man)) * arb(2) ** int(exp)
         if isinstance(x, float):
             f = Fraction(x)
             return arb(f.numerator) / f.denominator
@@ -210,6 +213,12 @@ def context(kind: str, dps: int | None = None) -> _Context:
     raise ValueError(f"number type must be 'float64', 'mpmath' or 'flint', got {kind!r}")
 
 
-def to_mpf_exact(x) -> mpmath.mpf:
-    """Exact mpf of a float / Fraction with a terminating binary expansion, at current precision."""
-    return MpmathContext.convert(x)
+def to_mpf(x) -> mpmath.mpf:
+    """Exact mpf of a float, mpf or arb midpoint (whatever mpmath's working precision is)."""
+    if isinstance(x, mpmath.mpf):
+        return x
+    if hasattr(x, "mid"):
+        man, exp = x.mid().man_exp()
+        # make_mpf keeps every bit; mpf(raw) would round to mpmath's current precision.
+        return mpmath.mp.make_mpf(mpmath.libmp.from_man_exp(int(man), int(exp)))
+    return mpmath.mpf(float(x))

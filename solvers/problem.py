@@ -19,7 +19,7 @@ import numpy as np
 from derive import spectra
 from derive.hierarchy import SystemKey
 
-from .numbers import Float64Context
+from .numbers import Float64Context, to_mpf
 
 
 @dataclass(frozen=True)
@@ -113,53 +113,33 @@ class NumericProblem:
             y = np.linalg.solve(V, np.asarray(self.y_levels, dtype=float))
             T1 = np.linalg.solve(V * np.asarray(self.lam, dtype=float), np.asarray(self.T_levels, float))
             return y, T1
-        V = mpmath.matrix([[mpmath.mpf(lam) ** l for lam in self.lam] for l in range(L)])
-        V1 = mpmath.matrix([[mpmath.mpf(lam) ** l for lam in self.lam] for l in range(1, L + 1)])
-        def solve(A, rhs):
-            cols = [mpmath.lu_solve(A, mpmath.matrix(list(rhs[:, j]))) for j in range(rhs.shape[1])]
-            return np.array([[self.ctx.convert(cols[j][k]) for j in range(rhs.shape[1])]
-                             for k in range(L)], dtype=object)
-        return solve(V, self.y_levels), solve(V1, self.T_levels)
+        with mpmath.workdps(self.ctx.dps + 10):
+            lam = [to_mpf(v) for v in self.lam]
+            V = mpmath.matrix([[x ** l for x in lam] for l in range(L)])
+            V1 = mpmath.matrix([[x ** l for x in lam] for l in range(1, L + 1)])
+
+            def solve(A, rhs):
+                cols = [mpmath.lu_solve(A, mpmath.matrix([to_mpf(v) for v in rhs[:, j]]))
+                        for j in range(rhs.shape[1])]
+                return np.array([[self.ctx.convert(cols[j][k]) for j in range(rhs.shape[1])]
+                                 for k in range(L)], dtype=object)
+            return solve(V, self.y_levels), solve(V1, self.T_levels)
 
 
 # -- initial conditions ---------------------------------------------------------------------
 
-def draw_weights(K: int, M: int, N: int, sigma_J, seed: int, rotate: bool = False):
-    """The finite-N realisation behind ``init = "random"``: J (K, N), B (M, N), W or None.
+def random_init(K, M, N, spectrum, sigma_J, seed, rotate=False) -> InitialCondition:
+    """Mode overlaps of the finite-N realisation that ``simulate`` uses for the same seed.
 
-    J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) drawn in that order from PCG64(seed); with ``rotate``
-    a Haar orthogonal W (Σ = W Λ Wᵀ) is drawn next, and the mode overlaps use J W and B W.
+    J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) (optionally rotated by a Haar W); the float64 overlaps
+    are exact binary fractions and are taken as exact from here on.
     """
-    rng = np.random.Generator(np.random.PCG64(seed))
-    J = float(sigma_J) * rng.standard_normal((K, N))
-    B = rng.standard_normal((M, N))
-    W = None
-    if rotate:
-        from scipy.stats import ortho_group
-        W = ortho_group.rvs(N, random_state=rng)
-    return J, B, W
-
-
-def mode_overlaps(J, B, L: int, W=None):
-    """R_k = J P_k Bᵀ/N etc. with P_k the k-th block of N/L eigen-directions (float64)."""
-    N = J.shape[1]
-    if N % L:
-        raise ValueError(f"L = {L} does not divide N = {N}")
-    if W is not None:
-        J, B = J @ W, B @ W
-    Jb = J.reshape(J.shape[0], L, N // L)
-    Bb = B.reshape(B.shape[0], L, N // L)
-    R = np.einsum("ika,nka->kin", Jb, Bb) / N
-    Q = np.einsum("ika,jka->kij", Jb, Jb) / N
-    T = np.einsum("nka,mka->knm", Bb, Bb) / N
-    return R, Q, T
-
-
-def random_init(K, M, N, L, sigma_J, seed, rotate=False) -> InitialCondition:
-    J, B, W = draw_weights(K, M, N, sigma_J, seed, rotate)
-    R, Q, T = mode_overlaps(J, B, L, W)
-    obj = lambda a: np.asarray(a, dtype=object)  # noqa: E731  (floats are exact binary fractions)
-    return InitialCondition("modes", obj(R), obj(Q), obj(T))
+    from .simulate import initial_mode_overlaps
+    lam = [float(v) for v in spectrum.eigenvalues]
+    modes = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=float(sigma_J), seed=seed,
+                                  eigenvalues=lam, rotate=rotate)
+    obj = lambda a: np.asarray(a, dtype=object)  # noqa: E731
+    return InitialCondition("modes", obj(modes["R"]), obj(modes["Q"]), obj(modes["T"]))
 
 
 def expected_init(spectrum, K, M, sigma_J) -> InitialCondition:

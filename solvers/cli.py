@@ -1,0 +1,110 @@
+"""Command line: ``scaling-odes solve | demo | regenerate``.
+
+Every failure the user can cause ends in one line on stderr and exit status 2; never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+class CliError(Exception):
+    pass
+
+
+def _progress_bar(total: float, desc: str):
+    from tqdm import tqdm
+    bar = tqdm(total=total, desc=desc, unit="α", disable=None, leave=False)
+    state = {"t": 0.0}
+
+    def tick(t):
+        t = float(t)
+        if t > state["t"]:
+            bar.update(t - state["t"])
+            state["t"] = t
+    return bar, tick
+
+
+def _emit(result: dict, args) -> None:
+    text = json.dumps(result, indent=None if args.json else 1)
+    if args.output:
+        Path(args.output).write_text(text + "\n")
+    if args.json or not args.output:
+        sys.stdout.write(text + "\n")
+
+
+def cmd_solve(args) -> int:
+    from .solve import solve_spec
+    from .spec import load_spec
+    spec = load_spec(args.spec)
+    grid = spec.solve.alpha_grid()
+    bar, tick = _progress_bar(grid[-1], "solve")
+    try:
+        result = solve_spec(spec, progress=tick)
+    finally:
+        bar.close()
+    _emit(result, args)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+    res = run_demo(Path(args.out), alpha_max=args.alpha_max)
+    print(f"wrote {res['png']} and {res['csv']}")
+    for L, length in res["plateau_length"].items():
+        print(f"L = {L:3d}: plateau length ≈ {length:.0f}")
+    return 0
+
+
+def cmd_regenerate(args) -> int:
+    from .registry import regenerate
+    differing = regenerate(check=args.check)
+    if args.check:
+        if differing:
+            names = ", ".join(p.name for p in differing)
+            raise CliError(f"generated modules out of date: {names} (run `scaling-odes regenerate`)")
+        print("generated modules are up to date")
+    else:
+        print(f"rewrote {len(differing)} module(s)" if differing else "nothing to rewrite")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="scaling-odes", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("solve", help="integrate the order-parameter ODEs of a spec")
+    s.add_argument("spec", help="SPEC.toml")
+    s.add_argument("-o", "--output", help="write JSON here")
+    s.add_argument("--json", action="store_true", help="write compact JSON to stdout")
+    s.set_defaults(func=cmd_solve)
+    d = sub.add_parser("demo", help="the paper's Figure 1 as PNG + CSV")
+    d.add_argument("--out", default="demo-output", help="output directory")
+    d.add_argument("--alpha-max", type=float, default=3500.0)
+    d.set_defaults(func=cmd_demo)
+    r = sub.add_parser("regenerate", help="rewrite the generated solver modules")
+    r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
+    r.set_defaults(func=cmd_regenerate)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .integrate import IntegrationError
+    from .odes import PrecisionLost
+    from .spec import SpecError
+    try:
+        return args.func(args)
+    except (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError) as exc:
+        msg = " ".join(str(exc).split())
+        print(f"scaling-odes: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("scaling-odes: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

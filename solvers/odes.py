@@ -1,0 +1,247 @@
+"""Integrate the generated order-parameter ODEs in either basis, at any precision.
+
+* ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
+  of :mod:`solvers.integrate`: object arrays of python-flint arb (default) or mpmath mpf, or
+  float64 arrays; SciPy's DOP853 is available for comparison.
+* ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
+  tolerance) agree on ε_g to the requested number of significant digits.
+* ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
+  raises :class:`PrecisionLost` when the closure has cancelled the digits away.
+"""
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+
+from .integrate import IntegrationError, integrate
+from .numbers import Float64Context, context, to_mpf
+from .problem import Problem, unpack_state
+from .registry import load
+
+
+class PrecisionLost(RuntimeError):
+    """A result would have fewer correct digits than asked for."""
+
+
+@dataclass
+class Trajectory:
+    alpha: list
+    eps_g: list            # numbers of the run's type (mpf / arb midpoints / float)
+    R1: np.ndarray         # (n_alpha, K, M), float64 for output
+    Q1: np.ndarray         # (n_alpha, K, K)
+    basis: str
+    arithmetic: str
+    dps: int
+    stats: dict = field(default_factory=dict)
+
+    def eps_float(self) -> np.ndarray:
+        return np.array([float(_mid(e)) for e in self.eps_g])
+
+
+def _mid(x):
+    return x.mid() if hasattr(x, "mid") else x
+
+
+def default_rtol(digits: int) -> float:
+    """Integration tolerance on the order parameters for ``digits`` digits of ε_g.
+
+    ε_g is a small difference of O(1) order parameters (ε_g ~ 1e-3 .. 1e-4 once learning has
+    started), so about four digits cancel; one more is margin.  The auto modes verify it.
+    """
+    return 10.0 ** -(digits + 5)
+
+
+def _level_one(mod, basis, y, num):
+    """Level-1 state and teacher of the (L, N_STATE) state ``y`` in ``basis``."""
+    if basis == "levels":
+        return mod._closure(y, num.c)[0], num.T_levels[0]
+    return num.lam @ y, num.lam @ num.T_modes
+
+
+def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
+                      dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
+                      progress=None) -> Trajectory:
+    """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
+
+    "float64" runs the same RK7(8) as the arbitrary-precision path on float64 arrays; "scipy" is
+    SciPy's DOP853, kept as the comparison (it reaches ~1e-9 on ε_g where RK7(8) reaches 1e-14,
+    see BENCHMARKS.md).
+    """
+    if basis not in ("levels", "modes"):
+        raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
+    alphas = [float(a) if not isinstance(a, str) else a for a in alphas]
+    started = time.perf_counter()
+    K, M = problem.key.K, problem.key.M
+    # atol only matters for components passing through zero; scale-free states set rtol.
+    atol = Fraction(str(rtol)) / 10**8 if atol is None else atol
+    if arithmetic == "scipy":
+        ctx = Float64Context()
+        num = problem.numeric(ctx)
+        mod = load(problem.key, "numpy")
+        states, stats = _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress)
+        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+        stats["wall_s"] = time.perf_counter() - started
+        return Trajectory(list(alphas), eps, R1, Q1, basis, "scipy", 15, stats)
+    ctx = context(arithmetic, dps)
+    with ctx:
+        num = problem.numeric(ctx)
+        mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
+        y0 = _initial_state(num, basis)
+        shape = y0.shape
+        if basis == "levels":
+            args = (num.T_levels, num.c, num.nu, num.eta, num.e2, ctx)
+            rhs = mod.rhs_levels
+        else:
+            args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+            rhs = mod.rhs_modes
+
+        def fun(t, y):
+            with np.errstate(over="ignore", invalid="ignore"):
+                return rhs(y.reshape(shape), *args).reshape(-1)
+
+        stats = {}
+        try:
+            flat = integrate(fun, [_exact_alpha(a) for a in alphas], y0.reshape(-1), ctx=ctx,
+                             rtol=rtol, atol=atol, progress=progress, stats=stats)
+        except IntegrationError as exc:
+            if basis == "levels" and arithmetic == "float64":
+                raise PrecisionLost(f"float64 in the level basis broke down at L = {problem.L} "
+                                    f"({exc}); use basis = \"modes\" or an arbitrary-precision "
+                                    f"dps") from exc
+            raise
+        states = [s.reshape(shape) for s in flat]
+        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+    stats["wall_s"] = time.perf_counter() - started
+    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats)
+
+
+def _exact_alpha(a):
+    return Fraction(str(a)) if not isinstance(a, str) else Fraction(a)
+
+
+def _initial_state(num, basis):
+    return (num.y_levels if basis == "levels" else num.y_modes).copy()
+
+
+def _observables(mod, basis, states, num, ctx, K, M):
+    """ε_g (exact mpf copies of the run's numbers), R1 and Q1 (float64) at every state."""
+    eps, v1s = [], []
+    for y in states:
+        v1, t1 = _level_one(mod, basis, y, num)
+        e = mod.eps_g(v1, t1, ctx)
+        if not _finite(e):
+            raise PrecisionLost(f"eps_g is not finite ({e}) in the {basis} basis")
+        eps.append(to_mpf(e))
+        v1s.append([float(_mid(x)) for x in v1])
+    R1, Q1 = unpack_state(np.array(v1s, dtype=float), K, M)
+    return eps, R1, Q1
+
+
+def _finite(x) -> bool:
+    if hasattr(x, "is_finite"):
+        return bool(x.is_finite())
+    try:
+        return math.isfinite(float(x))
+    except (OverflowError, ValueError):
+        return False
+
+
+def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
+    from scipy.integrate import solve_ivp
+
+    y0 = _initial_state(num, basis)
+    shape = y0.shape
+    if basis == "levels":
+        args = (num.T_levels, num.c, num.nu, float(num.eta), float(num.e2))
+        rhs = mod.rhs_levels
+    else:
+        args = (num.T_modes, num.lam, num.w, float(num.eta), float(num.e2))
+        rhs = mod.rhs_modes
+    nfev = [0]
+
+    def fun(t, y):
+        nfev[0] += 1
+        if progress is not None and nfev[0] % 50 == 0:
+            progress(t)
+        with np.errstate(all="ignore"):
+            return rhs(y.reshape(shape), *args).reshape(-1)
+
+    alphas = np.asarray(alphas, dtype=float)
+    sol = solve_ivp(fun, (alphas[0], alphas[-1]), y0.reshape(-1), method="DOP853",
+                    t_eval=alphas, rtol=max(float(rtol), 1e-13), atol=float(atol))
+    if sol.status != 0 or sol.y.shape[1] != len(alphas) or not np.all(np.isfinite(sol.y)):
+        raise PrecisionLost(f"SciPy float64 integration in the {basis} basis failed at "
+                            f"L = {num.problem.L}: {sol.message}")
+    if progress is not None:
+        progress(alphas[-1])
+    return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
+
+
+# -- precision control -----------------------------------------------------------------------
+
+def estimated_dps(L: int, digits: int, basis: str) -> int:
+    """Starting precision for the level basis: the closure costs digits growing with L.
+
+    Measured for the linear K=M=1 system (DESIGN.md §6, Taylor route) as about 2.6 L digits on
+    top of the ones wanted; the auto mode verifies and raises it if needed.
+    """
+    if basis == "modes":
+        return digits + 10
+    return digits + 10 + int(math.ceil(2.6 * L))
+
+
+def agreement_digits(a, b) -> float:
+    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare)."""
+    worst = math.inf
+    for x, y in zip(a, b):
+        x, y = to_mpf(x), to_mpf(y)
+        scale = max(abs(x), abs(y))
+        if scale == 0:
+            continue
+        diff = mpmath.fsub(x, y, exact=True)
+        if diff != 0:
+            worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
+    return worst
+
+
+def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
+               start_dps: int | None = None, max_rounds: int = 5, progress=None):
+    """Raise precision until two runs agree on ε_g to ``digits`` significant digits.
+
+    The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
+    covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
+    """
+    dps = start_dps or estimated_dps(problem.L, digits, basis)
+    rtol = default_rtol(digits)
+    first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
+                              rtol=rtol, progress=progress)
+    for _ in range(max_rounds):
+        dps2 = dps + max(10, dps // 4)
+        second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                   dps=dps2, rtol=rtol / 100, progress=progress)
+        agree = agreement_digits(first.eps_g, second.eps_g)
+        second.stats["agreement_digits"] = agree
+        second.stats["checked_against_dps"] = dps
+        if agree >= digits:
+            return second
+        first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
+        if dps != dps2:
+            first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                      dps=dps, rtol=rtol, progress=progress)
+    raise PrecisionLost(f"eps_g did not settle to {digits} digits up to dps = {dps}")
+
+
+def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:
+    """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
+    agree = agreement_digits(levels.eps_g, modes.eps_g)
+    if agree < digits:
+        raise PrecisionLost(
+            f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
+            f"to only {max(agree, 0):.1f} digits (asked for {digits}); use basis = \"modes\" "
+            f"or an arbitrary-precision dps")
+    return agree
