@@ -53,11 +53,12 @@ def run_demo(out: Path, alpha_max: float = 3500.0, n_points: int = 701, Ls=LS, N
         last = [0.0]
 
         def tick(t, last=last):
-            t = float(t)
-            bar.update(t - last[0])
-            last[0] = t
+            t = min(float(t), alpha_max)
+            if t > last[0]:
+                bar.update(t - last[0])
+                last[0] = t
         traj = integrate_problem(figure1_problem(L, N), alphas, basis="modes",
-                                 arithmetic="float64", rtol=1e-10, progress=tick)
+                                 arithmetic="float64", rtol=1e-12, progress=tick)
         tick(alpha_max)
         curves[L] = traj.eps_float()
         lengths[L] = plateau_length(alphas, curves[L])
