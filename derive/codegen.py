@@ -205,18 +205,20 @@ def render(key: SystemKey, target: str) -> str:
         DF_INDEX = {tuple(df_idx)!r}
 
         """)
-    src += (f"\ndef _coefficients(v1, t1, eta, ctx=None):\n"
-            f'    """Nonzero a entries (A_INDEX order) then f entries (F_INDEX order). {ctx_note}."""\n'
-            + unpack + "\n".join(coef_lines) + "\n"
-            + f"    return ({', '.join(coef_out)},)\n")
-    src += (f"\n\ndef _coefficient_derivatives(v1, t1, eta, ctx=None):\n"
-            f'    """d a / d v1 (DA_INDEX order) then d f / d v1 (DF_INDEX order)."""\n'
-            + unpack + "\n".join(deriv_lines) + "\n"
-            + f"    return ({', '.join(deriv_out)},)\n")
-    src += (f"\n\ndef eps_g(v1, t1, ctx=None):\n"
-            f'    """Generalisation error from level-1 state v1 and teacher t1 (vectorises in numpy)."""\n'
-            + unpack + "\n".join(eps_lines) + "\n"
-            + f"    return {eps_out[0]}\n")
+    def function(signature, doc, lines, result):
+        return (f"\n\ndef {signature}:\n    \"\"\"{doc}\"\"\"\n" + unpack
+                + "\n".join(lines) + f"\n    return {result}\n")
+
+    src = src.rstrip("\n") + "\n"
+    src += function("_coefficients(v1, t1, eta, ctx=None)",
+                    f"Nonzero a entries (A_INDEX order) then f entries (F_INDEX order). {ctx_note}.",
+                    coef_lines, f"({', '.join(coef_out)},)")
+    src += function("_coefficient_derivatives(v1, t1, eta, ctx=None)",
+                    "d a / d v1 (DA_INDEX order) then d f / d v1 (DF_INDEX order).",
+                    deriv_lines, f"({', '.join(deriv_out)},)")
+    src += function("eps_g(v1, t1, ctx=None)",
+                    "Generalisation error from level-1 state v1 and teacher t1 (vectorises in numpy).",
+                    eps_lines, eps_out[0])
     src += (f"\n\ndef _combine(co, nxt, nuv, e2, out):\n"
             f'    """out[:, s] = sum_t a_st nxt[:, t] + e2 f_s nuv, over levels/modes (rows)."""\n'
             + "\n".join(combine) + "\n    return out\n")

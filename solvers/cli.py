@@ -1,4 +1,4 @@
-"""Command line: ``scaling-odes solve | demo | regenerate``.
+"""Command line: ``scaling-odes solve | demo | regenerate`` and the subcommands of plugins.
 
 Every failure the user can cause ends in one line on stderr and exit status 2; never a traceback.
 """
@@ -14,7 +14,8 @@ class CliError(Exception):
     pass
 
 
-def _progress_bar(total: float, desc: str):
+def progress_bar(total: float, desc: str):
+    """A tqdm bar over α and the callback that advances it to a given α."""
     from tqdm import tqdm
     bar = tqdm(total=total, desc=desc, unit="α", disable=None, leave=False)
     state = {"t": 0.0}
@@ -27,7 +28,8 @@ def _progress_bar(total: float, desc: str):
     return bar, tick
 
 
-def _emit(result: dict, args) -> None:
+def emit(result: dict, args) -> None:
+    """Write a JSON result: ``-o FILE`` and/or ``--json`` (stdout); stdout when neither."""
     text = json.dumps(result, indent=None if args.json else 1)
     if args.output:
         Path(args.output).write_text(text + "\n")
@@ -40,12 +42,12 @@ def cmd_solve(args) -> int:
     from .spec import load_spec
     spec = load_spec(args.spec)
     grid = spec.solve.alpha_grid()
-    bar, tick = _progress_bar(grid[-1], "solve")
+    bar, tick = progress_bar(grid[-1], "solve")
     try:
         result = solve_spec(spec, progress=tick)
     finally:
         bar.close()
-    _emit(result, args)
+    emit(result, args)
     return 0
 
 
@@ -86,7 +88,25 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("regenerate", help="rewrite the generated solver modules")
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
+    for name in PLUGINS:
+        _register_plugin(sub, name)
     return p
+
+
+# Later capabilities add subcommands from their own modules: ``solvers/cli_<name>.py`` defines
+# ``register(subparsers)`` and sets ``func`` on its parsers, in the style of the ones above.
+PLUGINS = ("linear", "plateau", "simulate")
+
+
+def _register_plugin(sub, name: str) -> None:
+    import importlib
+    try:
+        module = importlib.import_module(f"solvers.cli_{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"solvers.cli_{name}":
+            raise
+        return
+    module.register(sub)
 
 
 def main(argv=None) -> int:
