@@ -1,0 +1,142 @@
+"""``scaling-odes linear curve|window|feature-scaling SPEC.toml``: the linear K = M = 1 theory.
+
+The spec is the common one (DESIGN.md §5) with ``[model] activation = "linear"``, K = M = 1
+(the averaged linear theory is that of one student and one teacher vector; other K, M are
+refused rather than silently mapped), ``[training] init = "expected"`` or ``"random"`` (the
+curve is the average over teacher and initial student either way; ``sigma_J`` enters as
+1 + σ_J²; ``explicit`` initial conditions are refused) and an optional section
+
+    [linear]  route = "modes"      # "modes" | "companion" | "levels" (see solvers/linear.py)
+
+``[solve] basis`` is not used here (``route`` chooses); ``dps`` = "auto" raises the precision
+until two runs agree on ``digits``; an integer dps is checked the same way and refused when too
+small; "float64" uses the modes route in float64 (≤ 12 digits).
+"""
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import mpmath
+
+_ROUTES = ("modes", "companion", "levels")
+_LINEAR_KEYS = ("route",)
+
+
+def _load(path):
+    from .spec import SpecError, load_spec
+    spec = load_spec(path, extra_sections=("linear",))
+    name = spec.path
+    m, t = spec.model, spec.training
+    if m.activation != "linear":
+        raise SpecError(f'{name}: [model] activation = "{m.activation}" but the linear '
+                        f'subcommands need activation = "linear"')
+    if (m.K, m.M) != (1, 1):
+        raise SpecError(f"{name}: [model] K = {m.K}, M = {m.M}: the linear theory is for "
+                        f"K = M = 1 (a linear committee is one effective vector)")
+    if t.init == "explicit":
+        raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
+                        f'theory (it averages over teacher and student; use "expected")')
+    extra = spec.extra.get("linear", {})
+    for k in extra:
+        if k not in _LINEAR_KEYS:
+            raise SpecError(f"{name}: [linear] unknown key '{k}' (allowed: {', '.join(_LINEAR_KEYS)})")
+    route = extra.get("route", "modes")
+    if route not in _ROUTES:
+        raise SpecError(f"{name}: [linear] route = {route!r} must be one of "
+                        f"{', '.join(repr(r) for r in _ROUTES)}")
+    return spec, route
+
+
+def curve_result(spec, route: str, progress=None) -> dict:
+    from . import __version__
+    from .linear import exact_curve, modes_solution
+    from .solve import spectrum_of
+    spectrum = spectrum_of(spec)
+    s, t = spec.solve, spec.training
+    alphas = s.alpha_grid()
+    started = time.perf_counter()
+    meta = {"version": __version__, "route": route, "L": spectrum.L, "eta": float(t.eta),
+            "order": t.order, "sigma_J": float(t.sigma_J), "digits": s.digits}
+    if s.dps == "float64":
+        if route != "modes":
+            raise ValueError(f'dps = "float64" is only stable in the modes route (route = {route!r})')
+        if s.digits > 12:
+            raise ValueError(f'dps = "float64" gives at most 12 digits (asked for {s.digits})')
+        sol = modes_solution(spectrum, t.eta, order=t.order, sigma_J=t.sigma_J, dps=None)
+        eps = [sol.eps_g(a) for a in alphas]
+        meta.update(dps="float64")
+    else:
+        dps = None if s.dps == "auto" else int(s.dps)
+        vals, info = exact_curve(spectrum, t.eta, [Fraction(a) for a in alphas], order=t.order,
+                                 sigma_J=t.sigma_J, route=route, digits=s.digits, dps=dps)
+        eps = vals
+        meta.update(info)
+    if any(not math.isfinite(float(v)) for v in eps):
+        raise ValueError("eps_g is not finite (eta too large: the dynamics diverge for "
+                         "eta * nu_1 >= 2)")
+    if s.digits > 15 and s.dps != "float64":
+        out = [mpmath.nstr(v, s.digits, strip_zeros=False) for v in eps]
+    else:
+        out = [float(v) for v in eps]
+    meta["wall_time"] = time.perf_counter() - started
+    return {"alpha": list(alphas), "eps_g": out, "meta": meta}
+
+
+def window_result_of(spec) -> dict:
+    from .linear import local_exponent, modes_solution, window_result
+    from .solve import spectrum_of
+    d, t = spec.data, spec.training
+    if d.beta is None:
+        raise ValueError("the power-law window needs [data] L and beta (not an eigenvalue list)")
+    if not d.beta > 0:
+        raise ValueError(f"the power-law window needs beta > 0, got {float(d.beta)}")
+    res = window_result(d.L, float(d.beta), float(t.eta))
+    res.update(L=d.L, beta=float(d.beta), eta=float(t.eta))
+    if d.L <= 2048:
+        # the exact curve's own local exponent at the centre (central difference, float64 modes)
+        sol = modes_solution(spectrum_of(spec), t.eta, order=t.order, sigma_J=t.sigma_J)
+        a, h = res["alpha_centre"], 1e-4
+        hi, lo = sol.eps_g(a * math.exp(h)), sol.eps_g(a * math.exp(-h))
+        res["exponent_exact_curve"] = -(math.log(hi) - math.log(lo)) / (2 * h)
+    return res
+
+
+def cmd_curve(args) -> int:
+    from .cli import emit
+    spec, route = _load(args.spec)
+    emit(curve_result(spec, route), args)
+    return 0
+
+
+def cmd_window(args) -> int:
+    from .cli import emit
+    spec, _ = _load(args.spec)
+    emit(window_result_of(spec), args)
+    return 0
+
+
+def cmd_feature_scaling(args) -> int:
+    from .cli import emit
+    spec, _ = _load(args.spec)
+    try:
+        from .feature_scaling import feature_scaling_result
+    except ImportError:
+        raise ValueError("feature scaling is not available yet") from None
+    emit(feature_scaling_result(spec), args)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("linear", help="linear activation, K = M = 1: exact theory")
+    sub = p.add_subparsers(dest="linear_command", required=True)
+    for name, func, text in (
+            ("curve", cmd_curve, "exact eps_g(alpha) at any learning rate"),
+            ("window", cmd_window, "power-law window and local exponent"),
+            ("feature-scaling", cmd_feature_scaling, "eps_g with N_l trainable directions")):
+        s = sub.add_parser(name, help=text)
+        s.add_argument("spec", help="SPEC.toml")
+        s.add_argument("-o", "--output", help="write JSON here")
+        s.add_argument("--json", action="store_true", help="write compact JSON to stdout")
+        s.set_defaults(func=func)
