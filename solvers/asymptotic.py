@@ -1,0 +1,254 @@
+"""Asymptotic phase (K = M erf, expected teacher T_k δ): linearised ε_g from a reference point.
+
+The Jacobian of the generated system at perfect learning commutes with simultaneous
+permutations of students and teachers, and the first-order ε_g is a symmetric functional, so
+first-order ε_g only sees the (r, s, q, c) component of a perturbation (means of the diagonal /
+off-diagonal entries of R_k - T_k δ and Q_k - T_k δ, per mode k).  The 4L restricted matrix is
+taken from the generated Jacobian (modes basis) and its eigen-decomposition gives Eq. (122):
+    ε_g(α) ≈ Σ_j (∇ε · v_j) g_j exp(μ_j (α - α_0)),   g = V⁻¹ x(α_0).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+
+from derive.hierarchy import SystemKey
+
+from .numbers import MpmathContext, to_mpf
+from .plateau import _numbers, ansatz_basis, restrict
+from .registry import load
+
+
+def perfect_point(M, w, ctx):
+    """(y_modes, T_modes) with R_k = Q_k = T_k = w_k δ."""
+    iu = np.triu_indices(M)
+    y, T = [], []
+    for wk in w:
+        m = np.eye(M, dtype=object) * wk
+        m[m == 0] = ctx.convert(0)
+        y.append(np.concatenate([m.ravel(), m[iu]]))
+        T.append(m[iu])
+    return np.array(y, dtype=object), np.array(T, dtype=object)
+
+
+def project(y_modes, w, M):
+    """x = (r_k, s_k, q_k, c_k) variable-major: deviation from perfect learning, averaged."""
+    L = len(w)
+    x = [[None] * L for _ in range(4)]
+    # the students may have specialised in any order: relabel them (a symmetry of the
+    # expected teacher) so that student n follows teacher n
+    R1 = sum(np.array(y_modes[k][:M * M], dtype=object).reshape(M, M) for k in range(L))
+    perm = [int(np.argmax([float(R1[i, n]) for i in range(M)])) for n in range(M)]
+    if sorted(perm) != list(range(M)):
+        raise ValueError("the state has not specialised: no one-to-one student-teacher match")
+    iq = [(i, j) for i in range(M) for j in range(i, M)]
+    for k in range(L):
+        R = np.array(y_modes[k][:M * M], dtype=object).reshape(M, M)[perm, :]
+        Qf = np.empty((M, M), dtype=object)
+        for v, (i, j) in zip(y_modes[k][M * M:], iq):
+            Qf[i, j] = Qf[j, i] = v
+        Qf = Qf[perm][:, perm]
+        qs = [Qf[i, j] for i, j in iq]
+        x[0][k] = sum(R[i, i] for i in range(M)) / M - w[k]
+        x[1][k] = (sum(R.ravel()) - sum(R[i, i] for i in range(M))) / (M * (M - 1))
+        x[2][k] = sum(v for v, (i, j) in zip(qs, iq) if i == j) / M - w[k]
+        x[3][k] = sum(v for v, (i, j) in zip(qs, iq) if i != j) / (M * (M - 1) / 2)
+    return [v for row in x for v in row]
+
+
+class Linearisation:
+    """Eigen-decomposition of the 4L restricted Jacobian and the first-order ε_g functional."""
+
+    def __init__(self, M: int, spectrum, eta, order: int = 1, dps: int = 40):
+        self.M, self.L, self.dps = M, spectrum.L, dps
+        mod = load(SystemKey("erf", M, M), "mpmath")
+        with MpmathContext(dps) as ctx:
+            lam, w, _, _ = _numbers(spectrum, ctx)
+            etan = ctx.convert(Fraction(eta))
+            e2 = etan ** 2 if order == 2 else ctx.convert(0)
+            y, T = perfect_point(M, w, ctx)
+            self.residual = max(abs(v) for v in mod.rhs_modes(y, T, lam, w, etan, e2, ctx).ravel())
+            J = mod.jac_modes(y, T, lam, w, etan, e2, ctx)
+            self.B, self.defect = restrict(J, ansatz_basis(M, self.L))
+            self.mu, self.V = mpmath.eig(self.B)
+            self.Vinv = mpmath.inverse(self.V)
+            # ∇ε_g by the level-1 (r, s, q, c): central differences of the generated ε_g on
+            # the symmetric subspace (step 10^-(dps/3): error ~ step², far below the terms kept)
+            self.lam, self.w = lam, w
+            h = mpmath.mpf(10) ** (-(dps // 3))
+            t1 = lam @ T
+            grad = []
+            for a in range(4):
+                pts = []
+                for sgn in (1, -1):
+                    x = [mpmath.mpf(0)] * (4 * self.L)
+                    x[a * self.L] = sgn * h / lam[0]            # a level-1 shift via mode 0
+                    pts.append(mod.eps_g(lam @ self._state(x, ctx), t1, ctx))
+                grad.append((pts[0] - pts[1]) / (2 * h))
+            self.grad = grad
+            # weight of eigenvector j in first-order ε_g
+            self.weights = [sum(grad[a] * sum(lam[k] * self.V[a * self.L + k, j]
+                                              for k in range(self.L)) for a in range(4))
+                            for j in range(4 * self.L)]
+
+    def _state(self, x, ctx):
+        M, L = self.M, self.L
+        y, _ = perfect_point(M, self.w, ctx)
+        y = y.copy()
+        iq = [(i, j) for i in range(M) for j in range(i, M)]
+        for k in range(L):
+            for i in range(M):
+                for m in range(M):
+                    y[k, i * M + m] += x[(0 if i == m else 1) * L + k]
+            for p, (i, j) in enumerate(iq):
+                y[k, M * M + p] += x[(2 if i == j else 3) * L + k]
+        return y
+
+    def rates(self, rel=mpmath.mpf(10) ** -20):
+        """Decay rates -μ_j of eigen-directions with a first-order ε_g weight (sorted)."""
+        scale = max(abs(v) for v in self.weights)
+        return sorted(float(-mpmath.re(m)) for m, wt in zip(self.mu, self.weights)
+                      if abs(wt) > rel * scale)
+
+    def eps_g(self, y_modes_ref, alpha0, alphas):
+        """First-order ε_g(α) from the ODE state at α_0 (Eq. 122 with the derived matrix)."""
+        with mpmath.workdps(self.dps):
+            x0 = project([[to_mpf(v) for v in row] for row in y_modes_ref], self.w, self.M)
+            g = self.Vinv * mpmath.matrix(x0)
+            out = []
+            for a in alphas:
+                t = mpmath.mpf(a) - mpmath.mpf(alpha0)
+                out.append(mpmath.re(sum(self.weights[j] * g[j] * mpmath.exp(self.mu[j] * t)
+                                         for j in range(4 * self.L))))
+            return out
+
+
+def mode_states(problem, alphas, rtol=1e-13, atol=1e-16):
+    """float64 mode states (one (L, N_STATE) array per α) and ε_g of ``problem`` (modes basis)."""
+    from .integrate import integrate
+    from .numbers import Float64Context
+    mod = load(problem.key, "numpy")
+    ctx = Float64Context()
+    num = problem.numeric(ctx)
+    shape = num.y_modes.shape
+    args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+
+    def fun(t, y):
+        return mod.rhs_modes(y.reshape(shape), *args).reshape(-1)
+    flat = integrate(fun, [float(a) for a in alphas], num.y_modes.reshape(-1), ctx=ctx,
+                     rtol=rtol, atol=atol)
+    states = [s.reshape(shape) for s in flat]
+    t1 = num.lam @ num.T_modes
+    eps = np.array([float(mod.eps_g(num.lam @ s, t1, ctx)) for s in states])
+    return states, eps
+
+
+# -- the full linearisation at the teacher actually used (random / explicit / expected) -------
+
+def matched_permutation(R1, M):
+    """perm[n] = the student that has specialised on teacher n (level-1 R), or ValueError."""
+    R1 = np.asarray(R1, dtype=float)
+    perm = [int(np.argmax(R1[:, n])) for n in range(M)]
+    if sorted(perm) != list(range(M)):
+        raise ValueError("the state at alpha0 has not specialised: no one-to-one "
+                         "student-teacher match (choose a later [asymptotic] alpha0)")
+    return perm
+
+
+def perfect_state(T_modes_mat, perm):
+    """(L, N_STATE) float64 with R_k[perm[n], m] = T_k[n, m], Q_k[perm[n], perm[m]] = T_k[n, m]."""
+    L, M, _ = T_modes_mat.shape
+    iu = np.triu_indices(M)
+    inv = np.argsort(perm)                  # student i follows teacher inv[i]
+    out = []
+    for k in range(L):
+        R = T_modes_mat[k][inv, :]
+        Q = T_modes_mat[k][np.ix_(inv, inv)]
+        out.append(np.concatenate([R.ravel(), Q[iu]]))
+    return np.array(out, dtype=float)
+
+
+class FullLinearisation:
+    """Linearisation of the generated modes system (float64) at perfect learning R = Q = T.
+
+    Unlike :class:`Linearisation` it needs no symmetric teacher: the whole L·N_STATE Jacobian
+    is used, and the first-order ε_g is ∇ε_g · expm(J (α-α_0)) x_0 (no eigen-decomposition, so
+    degenerate groups are harmless).  ``perm`` relabels the students (see
+    :func:`matched_permutation`).
+    """
+
+    def __init__(self, problem, perm):
+        from scipy.linalg import expm  # noqa: F401  (fail early if SciPy is missing)
+        from .numbers import Float64Context
+        K, M = problem.key.K, problem.key.M
+        if K != M:
+            raise ValueError(f"perfect learning needs K = M, got K = {K}, M = {M}")
+        self.mod = load(problem.key, "numpy")
+        ctx = Float64Context()
+        num = problem.numeric(ctx)
+        self.num, self.ctx, self.M, self.L = num, ctx, M, problem.L
+        Tm = np.empty((self.L, M, M))
+        iu = np.triu_indices(M)
+        for k in range(self.L):
+            Tm[k][iu] = num.T_modes[k]
+            Tm[k].T[iu] = num.T_modes[k]
+        self.y_star = perfect_state(Tm, perm)
+        args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+        self.residual = float(np.max(np.abs(self.mod.rhs_modes(self.y_star, *args))))
+        self.J = self.mod.jac_modes(self.y_star, *args)
+        self.t1 = num.lam @ num.T_modes
+        self.eps_star = float(self.mod.eps_g(num.lam @ self.y_star, self.t1, ctx))
+        # ∇ε_g by the mode states: ε depends on v1 = Σ_k λ_k y_k only; central differences
+        # with step 1e-6 (error ~ step² · |ε'''| ≈ 1e-12, rounding ~ 1e-16/1e-6 = 1e-10)
+        h = 1e-6
+        v1 = num.lam @ self.y_star
+        g1 = np.empty(v1.size)
+        for s in range(v1.size):
+            e = np.zeros(v1.size)
+            e[s] = h
+            g1[s] = (self.mod.eps_g(v1 + e, self.t1, ctx)
+                     - self.mod.eps_g(v1 - e, self.t1, ctx)) / (2 * h)
+        self.grad = np.outer(num.lam, g1).ravel()
+
+    def rates(self, rel=1e-6):
+        """Positive decay rates -Re μ of eigen-directions with a first-order ε_g weight.
+
+        An eigenvector v contributes when |∇ε·v| > rel·|∇ε|·|v|; rates closer than 1e-8
+        (relative) are merged (degenerate groups).
+        """
+        mu, V = np.linalg.eig(self.J)
+        wt = np.abs(self.grad @ V) / (np.linalg.norm(V, axis=0) * np.linalg.norm(self.grad))
+        out = []
+        for r in sorted(float(-m.real) for m, x in zip(mu, wt) if x > rel and -m.real > 0):
+            if not out or abs(r - out[-1]) > 1e-8 * max(abs(r), 1e-300):
+                out.append(r)
+        return out
+
+    def eps_g(self, y_ref, alpha0, alphas):
+        """First-order ε_g(α) = ε* + ∇ε · expm(J (α - α_0)) (y(α_0) - y*)."""
+        from scipy.linalg import expm
+        x0 = (np.asarray(y_ref, dtype=float) - self.y_star).ravel()
+        return [self.eps_star + float(self.grad @ (expm(self.J * (float(a) - alpha0)) @ x0))
+                for a in alphas]
+
+    def first_order(self, y):
+        """ε* + ∇ε·(y - y*) of a given state: Eq. (121) applied to the exact state."""
+        return self.eps_star + float(self.grad @ (np.asarray(y, dtype=float) - self.y_star).ravel())
+
+    def second_order(self, y, h=1e-4):
+        """first_order(y) + ½ δv1ᵀ H δv1 with H the Hessian of ε_g by the level-1 state
+        (central differences, step 1e-4: error ~ h² |ε''''| ≈ 1e-8 relative to H)."""
+        num, ctx = self.num, self.ctx
+        v1s = num.lam @ self.y_star
+        dv = num.lam @ (np.asarray(y, dtype=float) - self.y_star)
+        n = v1s.size
+        H = np.empty((n, n))
+        f = lambda v: float(self.mod.eps_g(v, self.t1, ctx))  # noqa: E731
+        for a in range(n):
+            for b in range(n):
+                ea, eb = np.eye(n)[a] * h, np.eye(n)[b] * h
+                H[a, b] = (f(v1s + ea + eb) - f(v1s + ea - eb) - f(v1s - ea + eb)
+                           + f(v1s - ea - eb)) / (4 * h * h)
+        return self.first_order(y) + 0.5 * float(dv @ H @ dv)

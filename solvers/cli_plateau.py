@@ -1,0 +1,303 @@
+"""``scaling-odes plateau SPEC.toml`` and ``scaling-odes asymptotic SPEC.toml`` (K = M, erf).
+
+plateau: the symmetric plateau of the spec's teacher, symmetrised as in the paper (§5.1.1):
+T_k = mean diagonal of the mode-k teacher matrix, D_k = mean off-diagonal row sum.  Keys:
+``R1``, ``Q1`` (level-1 plateau matrices), ``fixed_point`` (levels 0..L-1 and modes),
+``eps_plateau``, ``escape_rate`` (largest real eigenvalue of the generated Jacobian at the fixed
+point), ``tau_esc`` (closed form, Eq. 116, an order-1 result), and — when the spec's trajectory
+passes the plateau — ``plateau_length`` (see :func:`plateau_length`).
+
+    [plateau]   dps = 30   alpha0 = 300   escape_fraction = 0.1     (all optional)
+
+asymptotic: the linearisation of the generated system at perfect learning R = Q = T (the spec's
+actual teacher, students relabelled as they specialised), from the ODE state at ``alpha0``.
+Keys: ``rates`` (positive decay rates of eigen-directions with a first-order ε_g weight),
+``alpha`` (the spec's grid points >= alpha0), ``eps_g`` (first-order ε_g, Eq. 122 with the
+derived matrix), ``eps_g_ode`` (the ODE solution for comparison), ``alpha0``.
+
+    [asymptotic]   alpha0 = 6000    (optional; default: the first point of the α grid)
+"""
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+import numpy as np
+
+PLATEAU_KEYS = {"dps", "alpha0", "escape_fraction"}
+ASYMPTOTIC_KEYS = {"alpha0"}
+
+# "on the way to the plateau" at α_0: ε_g within 5 % of the symmetric plateau height and the
+# symmetry-breaking component below 1 % of R* (still in the linear regime of the escape)
+PLATEAU_EPS_TOL = 0.05
+PLATEAU_RHO_TOL = 0.01
+
+
+def register(sub) -> None:
+    for name, func, text in (("plateau", cmd_plateau, "symmetric plateau: fixed point, escape"),
+                             ("asymptotic", cmd_asymptotic,
+                              "linearised convergence near perfect learning")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("spec", help="SPEC.toml")
+        p.add_argument("-o", "--output", help="write JSON here")
+        p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
+        p.set_defaults(func=func)
+
+
+# -- shared -----------------------------------------------------------------------------------
+
+def _load(path):
+    from .spec import load_spec
+    return load_spec(path, extra_sections=("plateau", "asymptotic"))
+
+
+def _section(spec, name, allowed):
+    from .spec import SpecError
+    sec = dict(spec.extra.get(name, {}))
+    unknown = sorted(set(sec) - allowed)
+    if unknown:
+        raise SpecError(f"{spec.path}: unknown key [{name}] {unknown[0]} "
+                        f"(allowed: {', '.join(sorted(allowed))})")
+    return sec
+
+
+def _number(spec, name, key, value, *, integer=False, minimum=None):
+    from .spec import SpecError
+    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok or not math.isfinite(value) or \
+            (minimum is not None and value < minimum):
+        what = "an integer" if integer else "a finite number"
+        bound = f" >= {minimum}" if minimum is not None else ""
+        raise SpecError(f"{spec.path}: [{name}] {key} = {value!r} must be {what}{bound}")
+    return value
+
+
+def _check_model(spec):
+    m = spec.model
+    if m.activation != "erf":
+        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis is for activation = "
+                         f"'erf', got {m.activation!r} (a linear network has no plateau)")
+    if m.K != m.M:
+        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis needs K = M, "
+                         f"got K = {m.K}, M = {m.M}")
+    if m.M < 2:
+        raise ValueError(f"{spec.path}: the plateau needs M >= 2, got M = {m.M}")
+
+
+def teacher_matrices(problem, dps=30):
+    """(L, M, M) exact Fractions of the problem's teacher modes (binary values of the
+    working-precision conversion when the spec gives levels)."""
+    from .numbers import MpmathContext
+    from .plateau import _fraction
+    init = problem.init
+    M = problem.key.M
+    if init.basis == "modes":
+        return np.array([[[Fraction(x) for x in row] for row in Tk] for Tk in init.T],
+                        dtype=object)
+    with MpmathContext(dps + 2 * problem.L + 10) as ctx:
+        num = problem.numeric(ctx)
+        iu = np.triu_indices(M)
+        out = np.empty((problem.L, M, M), dtype=object)
+        for k in range(problem.L):
+            for p, (i, j) in enumerate(zip(*iu)):
+                out[k, i, j] = out[k, j, i] = _fraction(num.T_modes[k, p])
+        return out
+
+
+def _grid(spec):
+    grid = spec.solve.alpha_grid()
+    return grid if grid[0] == 0 else [0.0] + list(grid)
+
+
+def _level1(states, lam, M):
+    v1 = np.array([np.asarray(lam, dtype=float) @ s for s in states])
+    return v1[:, :M * M].reshape(-1, M, M), v1
+
+
+# -- plateau ----------------------------------------------------------------------------------
+
+def plateau_result(spec) -> dict:
+    from .plateau import (SymmetricTeacher, analytic_escape, escape_rate, plateau_fixed_point,
+                          plateau_height, to_float)
+    from .solve import problem_of
+    _check_model(spec)
+    sec = _section(spec, "plateau", PLATEAU_KEYS)
+    dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15)
+    problem = problem_of(spec)
+    M, L = spec.model.M, problem.L
+    teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
+    S1 = float(sum(float(l) * (t + d) for l, t, d in
+                   zip(problem.spectrum.eigenvalues, teacher.T, teacher.D)))
+    T1 = float(sum(float(l) * t for l, t in zip(problem.spectrum.eigenvalues, teacher.T)))
+    D1 = S1 - T1
+    if not (M * ((M - 1) * T1 - D1 + M) > 0 and S1 > 0):
+        raise ValueError(f"{spec.path}: the symmetrised teacher (T = {T1:.4g}, D = {D1:.4g}) "
+                         "has no symmetric plateau (needs (M-1)T - D + M > 0 and T + D > 0)")
+    fp = plateau_fixed_point(M, problem.spectrum, teacher, problem.eta, problem.order, dps=dps)
+    lam_esc = to_float(analytic_escape(fp, teacher))
+    f = lambda a: np.array([[to_float(x) for x in row] for row in a])  # noqa: E731
+    from .problem import unpack_state
+    Rl, Ql = unpack_state(f(fp.y_levels), M, M)
+    Rm, Qm = unpack_state(f(fp.y_modes), M, M)
+    R1, Q1 = to_float(fp.R1), to_float(fp.Q1)
+    out = {
+        "R1": np.full((M, M), R1).tolist(),
+        "Q1": np.full((M, M), Q1).tolist(),
+        "fixed_point": {"levels": {"R": Rl.tolist(), "Q": Ql.tolist()},
+                        "modes": {"R": Rm.tolist(), "Q": Qm.tolist()}},
+        "eps_plateau": to_float(plateau_height(fp)),
+        "escape_rate": escape_rate(fp),
+        "tau_esc": 1.0 / lam_esc if lam_esc > 0 else None,
+        "teacher": {"T": [float(t) for t in teacher.T], "D": [float(d) for d in teacher.D]},
+    }
+    if out["tau_esc"] is None:
+        del out["tau_esc"]
+        out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
+        return out
+    frac = _number(spec, "plateau", "escape_fraction", sec.get("escape_fraction", 0.1),
+                   minimum=1e-12)
+    length = plateau_length(spec, problem, out["eps_plateau"], R1, out["escape_rate"],
+                            sec.get("alpha0"), frac)
+    out.update(length)
+    return out
+
+
+def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=0.1) -> dict:
+    """Plateau length from the spec's own trajectory (float64, modes basis).
+
+    The symmetry-breaking (specialisation) component ρ of R^(1) grows as e^{λ(α-α_0)} on the
+    plateau; on top of it sits a static offset (a random teacher's plateau is not exactly the
+    symmetric one).  Fit ρ(α) = a + b e^{λ(α-α_0)} over one escape time after α_0 with the
+    Jacobian's λ (linear least squares in a, b), and extrapolate to |ρ - a| = f R*:
+        α_P - α_0 = τ ln(f R* / |b|)    (the paper's Eq. 117 with τ(D - ln σ_J + ln N / 2)
+    replaced by this measured log-ratio; D itself is reported for random initial conditions).
+    The escape is declared at the fraction f = ``escape_fraction`` (default 0.1) of R*: up to
+    f ≈ 0.3 the extrapolation matches the ODE to the grid spacing (K = M = 2, L = 4); at
+    f = 1 (the paper's "R(α_P) = e R*" is of this size) the nonlinear saturation makes the
+    linear extrapolation ~25 % short, so the length would not be a property of τ_esc.
+    α_0 defaults to the first grid point with |ε_g - ε*| <= 5 % ε*.  Returns {} plus a note
+    when the trajectory is not on the way to the plateau.
+    """
+    from .asymptotic import mode_states
+    from .plateau import specialisation_component
+    M = spec.model.M
+    grid = _grid(spec)
+    tau = 1.0 / rate
+    if alpha0 is not None:
+        alpha0 = float(_number(spec, "plateau", "alpha0", alpha0, minimum=0))
+        grid = sorted(set(grid) | {alpha0})
+    states, eps = mode_states(problem, grid)
+    R1, _ = _level1(states, problem.numeric(_f64()).lam, M)
+    rho = specialisation_component(R1, M)
+    grid = np.asarray(grid)
+    if alpha0 is None:
+        near = np.flatnonzero(np.abs(eps - eps_star) <= PLATEAU_EPS_TOL * eps_star)
+        if near.size == 0:
+            return {"plateau_length_note": "the trajectory does not reach the plateau "
+                    f"(|eps_g - eps*| > {PLATEAU_EPS_TOL:g} eps* on the whole grid)"}
+        alpha0 = float(grid[near[0]])
+    i0 = int(np.flatnonzero(grid == alpha0)[0])
+    if abs(eps[i0] - eps_star) > PLATEAU_EPS_TOL * eps_star or \
+            abs(rho[i0]) > PLATEAU_RHO_TOL * R_star:
+        return {"plateau_length_note": f"alpha0 = {alpha0:g} is not on the plateau "
+                f"(eps_g = {eps[i0]:.4g}, eps* = {eps_star:.4g}, rho = {rho[i0]:.3g})"}
+    # the fit stretch: one escape time, on a fine grid of its own (the spec's may be coarse)
+    fit = np.linspace(alpha0, alpha0 + tau, 21)
+    fstates, _ = mode_states(problem, [0.0] + list(fit))
+    fR1, _ = _level1(fstates[1:], problem.numeric(_f64()).lam, M)
+    frho = specialisation_component(fR1, M)
+    X = np.stack([np.ones_like(fit), np.exp((fit - alpha0) / tau)], axis=1)
+    (a, b), *_ = np.linalg.lstsq(X, frho, rcond=None)
+    if abs(b) < 1e-300 or not np.isfinite(b):
+        return {"plateau_length_note": "no growing symmetry-breaking component "
+                "(a symmetric initial condition never escapes)"}
+    length = tau * math.log(fraction * R_star / abs(b))
+    out = {"plateau_length": length, "alpha0": alpha0, "escape_fraction": fraction,
+           "rho_alpha0": float(b), "rho_offset": float(a)}
+    # the escape as seen on the spec's grid: first α with |ρ - a| >= f R*
+    hit = np.flatnonzero((np.abs(rho - a) >= fraction * R_star) & (grid > alpha0))
+    if hit.size:
+        out["plateau_length_ode"] = float(grid[hit[0]] - alpha0)
+    tr = spec.training
+    if tr.init == "random" and spec.data.N:
+        out["D"] = length / tau + math.log(float(tr.sigma_J)) - 0.5 * math.log(spec.data.N)
+    return out
+
+
+def _f64():
+    from .numbers import Float64Context
+    return Float64Context()
+
+
+def cmd_plateau(args) -> int:
+    started = time.perf_counter()
+    spec = _load(args.spec)
+    out = plateau_result(spec)
+    out["meta"] = _meta(spec, started)
+    _emit(out, args)
+    return 0
+
+
+# -- asymptotic -------------------------------------------------------------------------------
+
+def asymptotic_result(spec) -> dict:
+    from .asymptotic import FullLinearisation, matched_permutation, mode_states
+    from .solve import problem_of
+    _check_model(spec)
+    sec = _section(spec, "asymptotic", ASYMPTOTIC_KEYS)
+    problem = problem_of(spec)
+    M = spec.model.M
+    grid = _grid(spec)
+    alpha0 = float(_number(spec, "asymptotic", "alpha0", sec.get("alpha0", spec.solve.alpha_grid()[0]),
+                           minimum=0))
+    if alpha0 >= grid[-1]:
+        raise ValueError(f"{spec.path}: [asymptotic] alpha0 = {alpha0:g} must be below the "
+                         f"last grid point {grid[-1]:g}")
+    after = [a for a in grid if a > alpha0]
+    states, eps = mode_states(problem, [0.0] + ([alpha0] if alpha0 > 0 else []) + after)
+    i0 = 1 if alpha0 > 0 else 0
+    R1, _ = _level1([states[i0]], problem.numeric(_f64()).lam, M)
+    lin = FullLinearisation(problem, matched_permutation(R1[0], M))
+    alphas = [alpha0] + after
+    return {
+        "rates": lin.rates(),
+        "alpha": alphas,
+        "eps_g": lin.eps_g(states[i0], alpha0, alphas),
+        "eps_g_ode": [float(e) for e in eps[i0:]],
+        "alpha0": alpha0,
+        "fixed_point_residual": lin.residual,
+    }
+
+
+def cmd_asymptotic(args) -> int:
+    started = time.perf_counter()
+    spec = _load(args.spec)
+    out = asymptotic_result(spec)
+    out["meta"] = _meta(spec, started)
+    _emit(out, args)
+    return 0
+
+
+def _meta(spec, started):
+    from . import __version__
+    return {"version": __version__, "K": spec.model.K, "M": spec.model.M, "L": spec.data.L,
+            "eta": float(spec.training.eta), "order": spec.training.order,
+            "teacher": spec.training.init, "wall_s": time.perf_counter() - started}
+
+
+def _emit(out, args):
+    from .cli import emit
+    _check_finite(out)
+    emit(out, args)
+
+
+def _check_finite(x, where="result"):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _check_finite(v, where)
+    elif isinstance(x, float) and not math.isfinite(x):
+        raise ValueError(f"{where} is not finite ({x}): precision lost, raise [plateau] dps")
