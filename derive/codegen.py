@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import tempfile
 import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import sympy as sp
@@ -130,35 +132,61 @@ def module_name(key: SystemKey, target: str) -> str:
     return f"{key.tag}_{target}"
 
 
-def render(key: SystemKey, target: str) -> str:
-    """Source text of the generated module for ``key`` and ``target``."""
+@dataclass(frozen=True)
+class _Derivation:
+    """Everything render() prints that does not depend on the target."""
+
+    h: Hierarchy
+    a_idx: list
+    f_idx: list
+    a_exprs: list
+    f_exprs: list
+    da_idx: list
+    da_exprs: list
+    df_idx: list
+    df_exprs: list
+
+
+def _derivatives(exprs, variables):
+    """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks."""
+    idx, out = [], []
+    for k, expr in enumerate(exprs):
+        present = expr.free_symbols
+        for u, var in enumerate(variables):
+            if var in present:
+                d = sp.diff(expr, var)
+                if d != 0:
+                    idx.append((k, u))
+                    out.append(d)
+    return idx, out
+
+
+@lru_cache(maxsize=8)
+def _derive(key: SystemKey) -> _Derivation:
     h = Hierarchy(key)
-    printer = _printer(target)
     v1, t1 = h.v1.state, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
     args = list(v1) + list(t1) + [h.eta]
-
     a_idx = [(s, t) for s in range(n) for t in range(n + nt) if h.a[s, t] != 0]
     f_idx = [s for s in range(n) if h.f[s] != 0]
     a_exprs = [h.a[s, t] for s, t in a_idx]
     f_exprs = [h.f[s] for s in f_idx]
     _check_symbols(a_exprs + f_exprs, args, f"{key.tag} coefficients")
     _check_symbols([h.eps_g], list(v1) + list(t1), f"{key.tag} eps_g")
+    da_idx, da_exprs = _derivatives(a_exprs, v1)
+    df_idx, df_exprs = _derivatives(f_exprs, v1)
+    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs)
 
-    da_idx, da_exprs = [], []
-    for k, (s, t) in enumerate(a_idx):
-        for u, var in enumerate(v1):
-            d = sp.diff(h.a[s, t], var)
-            if d != 0:
-                da_idx.append((k, u))
-                da_exprs.append(d)
-    df_idx, df_exprs = [], []
-    for k, s in enumerate(f_idx):
-        for u, var in enumerate(v1):
-            d = sp.diff(h.f[s], var)
-            if d != 0:
-                df_idx.append((k, u))
-                df_exprs.append(d)
+
+def render(key: SystemKey, target: str) -> str:
+    """Source text of the generated module for ``key`` and ``target``."""
+    d = _derive(key)
+    h, a_idx, f_idx = d.h, d.a_idx, d.f_idx
+    a_exprs, f_exprs = d.a_exprs, d.f_exprs
+    da_idx, da_exprs, df_idx, df_exprs = d.da_idx, d.da_exprs, d.df_idx, d.df_exprs
+    printer = _printer(target)
+    v1, t1 = h.v1.state, h.v1.teacher
+    n, nt = h.n_state, h.n_teacher
 
     unpack = (f"    {', '.join(map(str, v1))}, = v1\n"
               f"    {', '.join(map(str, t1))}, = t1\n")
