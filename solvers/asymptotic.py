@@ -252,3 +252,67 @@ class FullLinearisation:
                 H[a, b] = (f(v1s + ea + eb) - f(v1s + ea - eb) - f(v1s - ea + eb)
                            + f(v1s - ea - eb)) / (4 * h * h)
         return self.first_order(y) + 0.5 * float(dv @ H @ dv)
+
+
+# -- exact groups of the full Jacobian (derive.asymptotic.exact_groups) ------------------------
+
+def perfect_jacobian_float(M, spectrum, eta):
+    """float64 (J, λ, residual): Jacobian of the generated modes system (order 1) at perfect
+    learning R_k = Q_k = T_k = w_k δ of the expected teacher (T_1 = Σ w_k λ_k)."""
+    mod = load(SystemKey("erf", M, M), "numpy")
+    from .numbers import Float64Context
+    ctx = Float64Context()
+    lam = np.array([float(x) for x in spectrum.eigenvalues])
+    w = np.array([float(x) for x in spectrum.weights])
+    iu = np.triu_indices(M)
+    y = np.array([np.concatenate([(np.eye(M) * wk).ravel(), (np.eye(M) * wk)[iu]]) for wk in w])
+    T = np.array([(np.eye(M) * wk)[iu] for wk in w])
+    args = (T, lam, w, float(Fraction(eta)), 0.0, ctx)
+    residual = float(np.max(np.abs(mod.rhs_modes(y, *args))))
+    return np.asarray(mod.jac_modes(y, *args), dtype=float), lam, residual
+
+
+def group_misses(M, spectrum, eta, groups=None):
+    """For every exact group g (multiplicity m; default :func:`derive.asymptotic.exact_groups`,
+    or the dict ``groups``) and mode k: the distance from -a g λ_k to the
+    m-th closest eigenvalue of the float64 Jacobian, and the Jacobian's scale max|μ|.
+
+    Returns (rows, scale, residual) with rows = [(g, m, k, miss)] and a = 2η/(√3 π M); the
+    constants are derived at T_1 = Σ w_k λ_k = 1 (the power-law normalisation)."""
+    import sympy as sp
+    from derive.asymptotic import exact_groups
+    J, lam, residual = perfect_jacobian_float(M, spectrum, eta)
+    mu = np.linalg.eigvals(J)
+    T1 = float(sum(lam * np.array([float(x) for x in spectrum.weights])))
+    if abs(T1 - 1) > 1e-12:
+        raise ValueError(f"the group constants are derived at T_1 = 1, got T_1 = {T1}")
+    a = 2 * float(Fraction(eta)) / (np.sqrt(3) * np.pi * M)
+    rows = []
+    for g, m in (exact_groups(M) if groups is None else groups).items():
+        gf = float(sp.N(g, 20))
+        for k, lk in enumerate(lam):
+            d = np.sort(np.abs(mu + a * gf * lk))
+            rows.append((g, m, k, float(d[m - 1])))
+    return rows, float(np.max(np.abs(mu))), residual
+
+
+def group_counts(M, spectrum, eta, rel_tol):
+    """[(target, expected, found)] for every distinct target -a g λ_k of the exact groups:
+    ``expected`` sums the multiplicities of all (g, k) landing on that target (power laws make
+    e.g. (2-√3)λ_{2k} = (1-√3/2)λ_k), ``found`` counts Jacobian eigenvalues within
+    rel_tol·max|μ| of it.  found > expected would mean a moved group sits on an exact one."""
+    import sympy as sp
+    from derive.asymptotic import exact_groups
+    J, lam, _ = perfect_jacobian_float(M, spectrum, eta)
+    mu = np.linalg.eigvals(J)
+    tol = rel_tol * float(np.max(np.abs(mu)))
+    a = 2 * float(Fraction(eta)) / (np.sqrt(3) * np.pi * M)
+    targets = [(-a * float(sp.N(g, 20)) * lk, m) for g, m in exact_groups(M).items() for lk in lam]
+    out, seen = [], []
+    for t, _ in targets:
+        if any(abs(t - s) < tol for s in seen):
+            continue
+        seen.append(t)
+        expected = sum(m for s, m in targets if abs(s - t) < tol)
+        out.append((t, expected, int(np.sum(np.abs(mu - t) < tol))))
+    return out
