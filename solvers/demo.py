@@ -55,7 +55,8 @@ def run_demo(out: Path, alpha_max: float = 3500.0, n_points: int = 701, Ls=LS, N
         def tick(t, last=last):
             t = min(float(t), alpha_max)
             if t > last[0]:
-                bar.update(t - last[0])
+                # float sums of the increments may overshoot the total by an ulp
+                bar.update(min(t - last[0], bar.total - bar.n))
                 last[0] = t
         traj = integrate_problem(figure1_problem(L, N), alphas, basis="modes",
                                  arithmetic="float64", rtol=1e-12, progress=tick)

@@ -1,13 +1,12 @@
 """The command line as a user meets it: JSON contract, one-line errors, demo, regenerate."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from solvers import cli
+from cli_support import run_cli as _run, write_spec as _spec
 
 GOOD = """
 [model]
@@ -30,18 +29,6 @@ basis = "{basis}"
 dps = {dps}
 digits = {digits}
 """
-
-
-def _spec(tmp_path, text, name="spec.toml"):
-    path = tmp_path / name
-    path.write_text(text)
-    return path
-
-
-def _run(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("basis,dps,digits", [("modes", '"auto"', 8), ("levels", 40, 20),

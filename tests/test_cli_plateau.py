@@ -8,12 +8,12 @@ import sympy as sp
 
 from derive import plateau as dp
 from derive import spectra
-from solvers import cli
 from solvers.asymptotic import Linearisation, mode_states
 from solvers.plateau import SymmetricTeacher
 from solvers.problem import random_init
 from solvers.solve import problem_of
 from solvers.spec import load_spec
+from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
 
 BASE = """
 [model]
@@ -36,23 +36,6 @@ basis = "modes"
 dps = "float64"
 """
 PLATEAU_SOLVE = 'alpha_max = 600\nn_points = 301\nspacing = "linear"'
-
-
-def _write(tmp_path, text, name="spec.toml"):
-    p = tmp_path / name
-    p.write_text(text)
-    return p
-
-
-def _run(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _toml_list(x):
-    return "[" + ", ".join(_toml_list(v) if isinstance(v, (list, tuple)) else json.dumps(v)
-                           for v in x) + "]"
 
 
 def test_plateau_random_teacher(tmp_path, capsys):

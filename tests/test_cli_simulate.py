@@ -4,9 +4,9 @@ import json
 import numpy as np
 import pytest
 
-from solvers import cli
 from solvers.solve import problem_of
 from solvers.spec import load_spec
+from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
 
 SPEC = """
 [model]
@@ -29,22 +29,6 @@ basis = "modes"
 dps = "float64"
 digits = 8
 """
-
-
-def _write(tmp_path, text, name="spec.toml"):
-    p = tmp_path / name
-    p.write_text(text)
-    return p
-
-
-def _run(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _toml_list(x):
-    return "[" + ", ".join(_toml_list(v) if isinstance(v, list) else json.dumps(v) for v in x) + "]"
 
 
 def test_simulate_writes_the_json_contract(tmp_path, capsys):
