@@ -247,8 +247,8 @@ def render(key: SystemKey, target: str) -> str:
     src += function("eps_g(v1, t1, ctx=None)",
                     "Generalisation error from level-1 state v1 and teacher t1 (vectorises in numpy).",
                     eps_lines, eps_out[0])
-    src += (f"\n\ndef _combine(co, nxt, nuv, e2, out):\n"
-            f'    """out[:, s] = sum_t a_st nxt[:, t] + e2 f_s nuv, over levels/modes (rows)."""\n'
+    src += ("\n\ndef _combine(co, nxt, nuv, e2, out):\n"
+            '    """out[:, s] = sum_t a_st nxt[:, t] + e2 f_s nuv, over levels/modes (rows)."""\n'
             + "\n".join(combine) + "\n    return out\n")
     src += _TEMPLATE
     return src

@@ -85,7 +85,7 @@ def curve_result(spec, route: str, progress=None) -> dict:
 
 
 def window_result_of(spec) -> dict:
-    from .linear import local_exponent, modes_solution, window_result
+    from .linear import modes_solution, window_result
     from .solve import spectrum_of
     d, t = spec.data, spec.training
     if d.beta is None:

@@ -125,7 +125,7 @@ def plateau_result(spec) -> dict:
     sec = _section(spec, "plateau", PLATEAU_KEYS)
     dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15)
     problem = problem_of(spec)
-    M, L = spec.model.M, problem.L
+    M = spec.model.M
     teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
     S1 = float(sum(float(l) * (t + d) for l, t, d in
                    zip(problem.spectrum.eigenvalues, teacher.T, teacher.D)))

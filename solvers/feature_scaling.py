@@ -466,7 +466,6 @@ def feature_scaling_result(spec, progress=None) -> dict:
                 "\"frozen\" or \"zero\"")
     eta, sigma_J = float(tr.eta), float(tr.sigma_J)
     N_ls = sorted(set(int(x) for x in N_ls))
-    su = _s_untrained(sigma_J, untr)
     meta = {"N": N, "L": L, "eta": eta, "sigma_J": sigma_J, "rotated": rotated,
             "untrainable": untr, "eps_convention": "eps_g = (Q - 2R + T)/2, K = M = 1 linear"}
     if rotated:

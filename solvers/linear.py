@@ -266,7 +266,6 @@ def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int)
     Taylor and q squarings on midpoints.  Increasing α that are power-of-two multiples of the
     previous one reuse the chain of squarings.
     """
-    import flint
     from flint import arb, arb_mat
     from .numbers import FlintContext
     eta_f = Fraction(eta)

@@ -18,7 +18,6 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from derive import plateau as dp
 from derive.hierarchy import SystemKey
 
 from .numbers import MpmathContext, to_mpf

@@ -6,7 +6,6 @@ and the length of the time average allow.
 """
 import json
 import math
-from pathlib import Path
 
 import pytest
 

@@ -1,5 +1,4 @@
 """``scaling-odes sweep``: labelled dataset, resume after interruption, local and dask executors."""
-import os
 
 import numpy as np
 import pytest
