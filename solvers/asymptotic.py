@@ -17,6 +17,7 @@ import numpy as np
 from derive.hierarchy import SystemKey
 
 from .numbers import MpmathContext, to_mpf
+from .odes import integrate_problem
 from .plateau import _numbers, ansatz_basis, restrict
 from .registry import load
 
@@ -127,22 +128,9 @@ class Linearisation:
 
 def mode_states(problem, alphas, rtol=1e-13, atol=1e-16):
     """float64 mode states (one (L, N_STATE) array per α) and ε_g of ``problem`` (modes basis)."""
-    from .integrate import integrate
-    from .numbers import Float64Context
-    mod = load(problem.key, "numpy")
-    ctx = Float64Context()
-    num = problem.numeric(ctx)
-    shape = num.y_modes.shape
-    args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
-
-    def fun(t, y):
-        return mod.rhs_modes(y.reshape(shape), *args).reshape(-1)
-    flat = integrate(fun, [float(a) for a in alphas], num.y_modes.reshape(-1), ctx=ctx,
-                     rtol=rtol, atol=atol)
-    states = [s.reshape(shape) for s in flat]
-    t1 = num.lam @ num.T_modes
-    eps = np.array([float(mod.eps_g(num.lam @ s, t1, ctx)) for s in states])
-    return states, eps
+    traj = integrate_problem(problem, alphas, basis="modes", arithmetic="float64",
+                             rtol=rtol, atol=atol)
+    return traj.states, traj.eps_float()
 
 
 # -- the full linearisation at the teacher actually used (random / explicit / expected) -------

@@ -35,14 +35,14 @@ PLATEAU_RHO_TOL = 0.01
 
 
 def register(sub) -> None:
-    for name, func, text in (("plateau", cmd_plateau, "symmetric plateau: fixed point, escape"),
-                             ("asymptotic", cmd_asymptotic,
-                              "linearised convergence near perfect learning")):
+    for name, result_of, text in (
+            ("plateau", plateau_result, "symmetric plateau: fixed point, escape"),
+            ("asymptotic", asymptotic_result, "linearised convergence near perfect learning")):
         p = sub.add_parser(name, help=text)
         p.add_argument("spec", help="SPEC.toml")
         p.add_argument("-o", "--output", help="write JSON here")
         p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
-        p.set_defaults(func=func)
+        p.set_defaults(func=_command(result_of))
 
 
 # -- shared -----------------------------------------------------------------------------------
@@ -230,15 +230,6 @@ def _f64():
     return Float64Context()
 
 
-def cmd_plateau(args) -> int:
-    started = time.perf_counter()
-    spec = _load(args.spec)
-    out = plateau_result(spec)
-    out["meta"] = _meta(spec, started)
-    _emit(out, args)
-    return 0
-
-
 # -- asymptotic -------------------------------------------------------------------------------
 
 def asymptotic_result(spec) -> dict:
@@ -270,13 +261,16 @@ def asymptotic_result(spec) -> dict:
     }
 
 
-def cmd_asymptotic(args) -> int:
-    started = time.perf_counter()
-    spec = _load(args.spec)
-    out = asymptotic_result(spec)
-    out["meta"] = _meta(spec, started)
-    _emit(out, args)
-    return 0
+def _command(result_of):
+    """The subcommand: load the spec, compute, add meta, check finiteness, write JSON."""
+    def run(args) -> int:
+        started = time.perf_counter()
+        spec = _load(args.spec)
+        out = result_of(spec)
+        out["meta"] = _meta(spec, started)
+        _emit(out, args)
+        return 0
+    return run
 
 
 def _meta(spec, started):

@@ -38,6 +38,7 @@ class Trajectory:
     arithmetic: str
     dps: int
     stats: dict = field(default_factory=dict)
+    states: list = field(default_factory=list)   # (L, N_STATE) arrays in the run's basis
 
     def eps_float(self) -> np.ndarray:
         return np.array([float(_mid(e)) for e in self.eps_g])
@@ -88,7 +89,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         states, stats = _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress)
         eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
         stats["wall_s"] = time.perf_counter() - started
-        return Trajectory(list(alphas), eps, R1, Q1, basis, "scipy", 15, stats)
+        return Trajectory(list(alphas), eps, R1, Q1, basis, "scipy", 15, stats, states)
     ctx = context(arithmetic, dps)
     with ctx:
         num = problem.numeric(ctx)
@@ -119,7 +120,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         states = [s.reshape(shape) for s in flat]
         eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
     stats["wall_s"] = time.perf_counter() - started
-    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats)
+    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
 
 
 def _exact_alpha(a):
