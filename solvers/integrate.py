@@ -29,6 +29,7 @@ precision, is the better tool; see ``bench/bench_integrator.py``.
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction as F
 
 import mpmath
@@ -73,6 +74,7 @@ _ORDER_EST = 7  # order of the formula the error estimate refers to
 
 _SAFETY, _FAC_MIN, _FAC_MAX = 0.9, 0.2, 5.0
 _STRETCH = F(101, 100)  # a last step may be up to 1% longer than proposed
+_PI_BETA = 0.04  # Hairer & Wanner's DOPRI5 default; measured in bench/bench_integrator.py
 
 
 class _Tableau:
@@ -97,24 +99,124 @@ def _array(ctx, values):
     return out
 
 
+class _ArraySpace:
+    """States as numpy arrays: float64, or object arrays of mpf / arb."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        one = ctx.convert(1)
+        if hasattr(one, "mid"):  # flint arb balls: keep only the midpoint between steps
+            vmid = np.frompyfunc(lambda x: x.mid(), 1, 1)
+            self.mid = lambda x: vmid(x) if isinstance(x, np.ndarray) else x.mid()
+        else:
+            self.mid = lambda x: x
+
+    @staticmethod
+    def stages(y):
+        y = np.asarray(y)
+        return np.empty((len(_C), y.size), dtype=y.dtype)
+
+    @staticmethod
+    def store(K, i, f):
+        K[i] = np.reshape(f, -1)
+
+    @staticmethod
+    def increment(coef_idx, K, h, y):
+        """h * sum_j coef_j K[j], shaped like y: one dot product (numpy runs the object loop
+        in C); K holds the stage derivatives flattened, (stages, y.size)."""
+        idx, coefs = coef_idx
+        return np.dot(coefs * h, K[idx]).reshape(np.shape(y))
+
+    @staticmethod
+    def stage(K, i, y):
+        return K[i].reshape(np.shape(y))
+
+    @staticmethod
+    def finite(arr) -> bool:
+        arr = np.asarray(arr)
+        if arr.dtype != object:
+            return bool(np.isfinite(arr).all())
+        for v in arr.flat:
+            ok = v.is_finite() if hasattr(v, "is_finite") else mpmath.isfinite(v)
+            if not ok:
+                return False
+        return True
+
+    def scaled_rms(self, x, y1, y2, atol, rtol) -> float:
+        """rms of x_i / (atol + rtol max(|y1_i|, |y2_i|)), formed in the number type."""
+        scale = atol + rtol * np.maximum(abs(y1), abs(y2))
+        return _rms(_to_floats(self.ctx, x / scale))
+
+
+class _ArbMatSpace:
+    """States as python-flint ``arb_mat``: every vector operation is one call into C.
+
+    ``scalar_dps``: precision of the method's scalars h·a_ij.  Rounding them changes the
+    Runge–Kutta method slightly (the same for every component), not the state, so a few more
+    digits than the tolerance asks for suffice; short mantissas make the state-sized
+    scalar products several times cheaper.
+    """
+
+    def __init__(self, ctx, scalar_dps=None):
+        self.ctx = ctx
+        self.scalar_dps = scalar_dps
+
+    def _scalars(self, coefs, h):
+        if self.scalar_dps is None:
+            return [c * h for c in coefs]
+        import flint
+        saved = flint.ctx.prec
+        flint.ctx.dps = self.scalar_dps
+        try:
+            return [(c * h).mid() for c in coefs]
+        finally:
+            flint.ctx.prec = saved
+
+    @staticmethod
+    def mid(x):
+        return x.mid()
+
+    @staticmethod
+    def stages(y):
+        return [None] * len(_C)
+
+    @staticmethod
+    def store(K, i, f):
+        K[i] = f
+
+    def increment(self, coef_idx, K, h, y):
+        idx, coefs = coef_idx
+        acc = None
+        for j, s in zip(idx, self._scalars(coefs, h)):
+            term = K[j] * s
+            acc = term if acc is None else acc + term
+        return acc
+
+    @staticmethod
+    def stage(K, i, y):
+        return K[i]
+
+    @staticmethod
+    def finite(x) -> bool:
+        return all(v.is_finite() for v in x.entries())
+
+    def scaled_rms(self, x, y1, y2, atol, rtol) -> float:
+        total, n = 0.0, 0
+        for e, a, b in zip(x.entries(), y1.entries(), y2.entries()):
+            r = abs(e) / (atol + rtol * max(abs(a), abs(b)))
+            total += float(r.mid()) ** 2 if r.is_finite() else math.inf
+            n += 1
+        return math.sqrt(total / n) if n else 0.0
+
+
+def _space(ctx, y, scalar_dps=None):
+    if type(y).__name__ == "arb_mat":
+        return _ArbMatSpace(ctx, scalar_dps)
+    return _ArraySpace(ctx)
+
+
 def _midpoint_fn(ctx):
-    """flint arb balls: keep only the midpoint between steps (see FlintContext); else identity."""
-    one = ctx.convert(1)
-    if hasattr(one, "mid"):
-        mid = np.frompyfunc(lambda x: x.mid(), 1, 1)
-        return lambda x: mid(x) if isinstance(x, np.ndarray) else x.mid()
-    return lambda x: x
-
-
-def _all_finite(arr) -> bool:
-    arr = np.asarray(arr)
-    if arr.dtype != object:
-        return bool(np.isfinite(arr).all())
-    for v in arr.flat:
-        ok = v.is_finite() if hasattr(v, "is_finite") else mpmath.isfinite(v)
-        if not ok:
-            return False
-    return True
+    return _ArraySpace(ctx).mid
 
 
 def _to_floats(ctx, arr) -> np.ndarray:
@@ -128,47 +230,32 @@ def _rms(x: np.ndarray) -> float:
         return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
 
 
-def _combine(coef_idx, K, h):
-    """h * sum_j coef_j K[j] as one dot product (numpy runs the object loop in C).
-
-    K holds the stage derivatives flattened, shape (stages, y.size), so np.dot applies to any
-    state shape."""
-    idx, coefs = coef_idx
-    return np.dot(coefs * h, K[idx])
-
-
-def _new_stages(y):
-    y = np.asarray(y)
-    return np.empty((len(_C), y.size), dtype=y.dtype)
-
-
-def _step(fun, t, y, h, tab, K):
+def _step(fun, t, y, h, tab, K, sp):
     """One RKF7(8) step; K[0] must already hold fun(t, y).  Returns (y8, err estimate y8 - y7)."""
-    shape = np.shape(y)
     for i in range(1, len(_C)):
-        K[i] = np.reshape(fun(t + tab.c[i] * h, y + _combine(tab.a[i], K, h).reshape(shape)), -1)
-    return (y + _combine(tab.b8, K, h).reshape(shape),
-            _combine(tab.err, K, h).reshape(shape))
+        sp.store(K, i, fun(t + tab.c[i] * h, y + sp.increment(tab.a[i], K, h, y)))
+    return y + sp.increment(tab.b8, K, h, y), sp.increment(tab.err, K, h, y)
 
 
 def _single_step(fun, t, y, h, *, ctx):
     """One step with both formulas, ``(y_order8, y_order7)``; used by the convergence tests."""
     tab = _Tableau(ctx)
-    K = _new_stages(y)
-    K[0] = np.reshape(fun(t, y), -1)
-    y8, err = _step(fun, t, y, h, tab, K)
+    sp = _space(ctx, y)
+    K = sp.stages(y)
+    sp.store(K, 0, fun(t, y))
+    y8, err = _step(fun, t, y, h, tab, K, sp)
     return y8, y8 - err
 
 
-def _initial_step(fun, t0, y0, f0, span, ctx, rtol, atol) -> float:
+def _initial_step(fun, t0, y0, f0, span, sp, rtol, atol) -> float:
     """Hairer, Nørsett & Wanner (1993), Sec. II.4 heuristic, in floats from scaled ratios."""
-    scale = atol + rtol * abs(y0)
-    d0, d1 = _rms(_to_floats(ctx, y0 / scale)), _rms(_to_floats(ctx, f0 / scale))
+    d0 = sp.scaled_rms(y0, y0, y0, atol, rtol)
+    d1 = sp.scaled_rms(f0, y0, y0, atol, rtol)
     h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 or not np.isfinite(d0 / d1) else 0.01 * d0 / d1
     h0 = min(h0, span)
-    hc = ctx.convert(h0)
+    hc = sp.ctx.convert(h0)
     f1 = fun(t0 + hc, y0 + f0 * hc)
-    d2 = _rms(_to_floats(ctx, (f1 - f0) / scale)) / h0
+    d2 = sp.scaled_rms(f1 - f0, y0, y0, atol, rtol) / h0
     dmax = max(d1, d2)
     if not np.isfinite(dmax):
         h1 = 1e-3 * h0
@@ -180,7 +267,7 @@ def _initial_step(fun, t0, y0, f0, span, ctx, rtol, atol) -> float:
 
 
 def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_000,
-              progress=None, stats=None):
+              progress=None, stats=None, scalar_dps=None):
     """Integrate dy/dt = fun(t, y) from t_points[0] and return a list of states, one per t_point
     (the first is y0 itself). t_points: increasing sequence of numbers (int/float/Fraction/ctx numbers).
     Steps are clipped so that every output time is hit exactly (no interpolation).
@@ -191,11 +278,13 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
     h0: first trial step (default: automatic).  max_steps: bound on attempted steps
     (accepted + rejected).  progress: ``progress(t)`` after each accepted step.
     stats: if a dict, receives ``n_steps`` (accepted), ``n_rejected`` and ``n_fevals``.
+    y0 may be a numpy array (float64 or object) or a python-flint ``arb_mat`` (then ``fun``
+    returns arb_mat too); scalar_dps: see ``_ArbMatSpace`` (arb_mat states only).
 
     Raises IntegrationError on step-size underflow, too many steps, or when fun returns a
     non-finite value at an accepted state.
     """
-    mid = _midpoint_fn(ctx)
+    mid = _midpoint_fn(ctx)  # scalars (t, h)
     ts = [mid(ctx.convert(t)) for t in t_points]
     if any(not b > a for a, b in zip(ts, ts[1:])):
         raise ValueError("t_points must be strictly increasing")
@@ -206,28 +295,29 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
         return out
 
     tab = _Tableau(ctx)
+    sp = _space(ctx, y0, scalar_dps)
     rtol_c, atol_c = ctx.convert(rtol), ctx.convert(atol)
     if not (atol_c > 0 and rtol_c >= 0):  # atol > 0 keeps the error scale away from 0
         raise ValueError(f"need atol > 0 and rtol >= 0, got atol={atol!r}, rtol={rtol!r}")
-    K = _new_stages(y0)
+    K = sp.stages(y0)
     # Underflow threshold: a step below ~16 ulps of the time scale cannot advance t.
     span = ts[-1] - ts[0]
     ulp = ctx.convert(F(16, 10 ** ctx.dps))
     stretch = ctx.convert(_STRETCH)
 
     t, y = ts[0], y0
-    K[0] = np.reshape(fun(t, y), -1)
+    sp.store(K, 0, fun(t, y))
     counts["n_fevals"] += 1
-    if not _all_finite(K[0]):
+    if not sp.finite(K[0]):
         raise IntegrationError(f"fun returned a non-finite value at t={ctx.to_float(t):.17g}")
     if h0 is None:
-        f0 = K[0].reshape(np.shape(y))
-        hf = _initial_step(fun, t, y, f0, ctx.to_float(span), ctx, rtol_c, atol_c)
+        hf = _initial_step(fun, t, y, sp.stage(K, 0, y), ctx.to_float(span), sp, rtol_c, atol_c)
         counts["n_fevals"] += 1
         h = mid(ctx.convert(hf))
     else:
         h = mid(ctx.convert(h0))
     attempts, just_rejected, saw_nonfinite = 0, False, False
+    norm_old = 1e-4  # Hairer's initial "facold"
 
     for t_next in ts[1:]:
         while t < t_next:
@@ -249,12 +339,11 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
             if attempts > max_steps:
                 raise IntegrationError(f"max_steps={max_steps} exceeded at t={ctx.to_float(t):.17g}")
 
-            y_new, err = _step(fun, t, y, h_try, tab, K)
+            y_new, err = _step(fun, t, y, h_try, tab, K, sp)
             counts["n_fevals"] += len(_C) - 1
-            y_new = mid(y_new)
-            if _all_finite(y_new) and _all_finite(err):
-                scale = atol_c + rtol_c * np.maximum(abs(y), abs(y_new))
-                norm = _rms(_to_floats(ctx, err / scale))
+            y_new = sp.mid(y_new)
+            if sp.finite(y_new) and sp.finite(err):
+                norm = sp.scaled_rms(err, y, y_new, atol_c, rtol_c)
             else:
                 # Overflow / NaN inside a trial step may just mean the step was too long
                 # (float64 overflow, sqrt of a negative at an overshooting stage): reject and
@@ -263,14 +352,15 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 norm, saw_nonfinite = np.inf, True
 
             if norm <= 1.0:
-                factor = _FAC_MAX if norm == 0 else _SAFETY * norm ** (-1.0 / (_ORDER_EST + 1))
+                factor = _accept_factor(norm, norm_old)
                 factor = max(_FAC_MIN, min(factor, 1.0 if just_rejected else _FAC_MAX))
+                norm_old = max(norm, 1e-4)
                 t = t_next if clipped else mid(t + h_try)  # output times are hit exactly
                 y = y_new
                 counts["n_steps"] += 1
-                K[0] = np.reshape(fun(t, y), -1)
+                sp.store(K, 0, fun(t, y))
                 counts["n_fevals"] += 1
-                if not _all_finite(K[0]):
+                if not sp.finite(K[0]):
                     raise IntegrationError(
                         f"fun returned a non-finite value at t={ctx.to_float(t):.17g}")
                 h_new = mid(h_try * ctx.convert(factor))
@@ -288,6 +378,16 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 just_rejected = True
         out.append(y)
     return out
+
+
+def _accept_factor(norm: float, norm_old: float) -> float:
+    """Step growth after an accepted step: Gustafsson's PI control in Hairer's form,
+    fac = 0.9 err^-(1/8 - 0.75 beta) err_old^beta.  The integral term alone lets a step that
+    is limited by stability (not accuracy) oscillate between accepted and rejected; the
+    proportional term damps that.  beta: see _PI_BETA."""
+    if norm == 0:
+        return _FAC_MAX
+    return _SAFETY * norm ** (-(1.0 / (_ORDER_EST + 1) - 0.75 * _PI_BETA)) * norm_old ** _PI_BETA
 
 
 def fixed_step_rk4(fun, t_points, y0, *, ctx, n_steps_per_interval):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 
+from .arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
 from .integrate import IntegrationError, integrate
 from .numbers import Float64Context, context, to_mpf
 from .problem import Problem, unpack_state
@@ -66,7 +67,8 @@ def _level_one(mod, basis, y, num):
 
 def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
                       dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
-                      progress=None) -> Trajectory:
+                      progress=None, matrix_rhs: bool = True,
+                      short_scalars: bool = True) -> Trajectory:
     """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
 
     "float64" runs the same RK7(8) as the arbitrary-precision path on float64 arrays; "scipy" is
@@ -74,6 +76,11 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     rtol 1e-13 reaches 1.5e-9 on ε_g, RK7(8) at rtol 1e-14 reaches 7e-13; BENCHMARKS.md).
     A float64 level-basis run is returned as computed: callers check it with
     ``check_float64_levels`` (``solvers.solve.run`` does).
+
+    With flint, ``matrix_rhs`` (default) runs the system as arb_mat algebra
+    (:mod:`solvers.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
+    ``short_dps(rtol, dps)`` digits; both off = the generated module on object arrays, the
+    reference the fast path is tested against (BENCHMARKS.md has the speed-ups).
     """
     if basis not in ("levels", "modes"):
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
@@ -96,31 +103,51 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
-        if basis == "levels":
-            args = (num.T_levels, num.c, num.nu, num.eta, num.e2, ctx)
-            rhs = mod.rhs_levels
+        short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
+        if arithmetic == "flint" and matrix_rhs:
+            # the generated system as arb_mat algebra (solvers.arb_rhs): same numbers, the
+            # O(L) work in C instead of numpy's object loops
+            fun = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
+            start, unpack = to_arb_mat(y0), from_arb_mat
         else:
-            args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
-            rhs = mod.rhs_modes
+            if basis == "levels":
+                args = (num.T_levels, num.c, num.nu, num.eta, num.e2, ctx)
+                rhs = mod.rhs_levels
+            else:
+                args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+                rhs = mod.rhs_modes
 
-        def fun(t, y):
-            with np.errstate(over="ignore", invalid="ignore"):
-                return rhs(y.reshape(shape), *args).reshape(-1)
+            def fun(t, y):
+                with np.errstate(over="ignore", invalid="ignore"):
+                    return rhs(y.reshape(shape), *args).reshape(-1)
+
+            start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
         stats = {}
         try:
-            flat = integrate(fun, [_exact_alpha(a) for a in alphas], y0.reshape(-1), ctx=ctx,
-                             rtol=rtol, atol=atol, progress=progress, stats=stats)
+            flat = integrate(fun, [_exact_alpha(a) for a in alphas], start, ctx=ctx,
+                             rtol=rtol, atol=atol, progress=progress, stats=stats,
+                             scalar_dps=short)
         except IntegrationError as exc:
             if basis == "levels" and arithmetic == "float64":
                 raise PrecisionLost(f"float64 in the level basis broke down at L = {problem.L} "
                                     f"({exc}); use basis = \"modes\" or an arbitrary-precision "
                                     f"dps") from exc
             raise
-        states = [s.reshape(shape) for s in flat]
+        states = [unpack(s) for s in flat]
         eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
     stats["wall_s"] = time.perf_counter() - started
     return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
+
+
+def short_dps(rtol, dps: int) -> int:
+    """Digits for the quantities shared by every level row — the generated coefficients of the
+    level-1 state and the Runge–Kutta scalars h·a_ij — with ``matrix_rhs``.  Their rounding
+    perturbs the dynamics the same way in every row, so it is not amplified by the closure:
+    it only has to sit well below the tolerance (15 digits of margin: ε_g is a difference of
+    O(1) numbers, and the perturbation acts over the whole run)."""
+    digits = -math.log10(float(Fraction(str(rtol)))) if float(rtol) > 0 else dps
+    return int(min(dps, max(30, math.ceil(digits) + 15)))
 
 
 def _exact_alpha(a):
