@@ -6,6 +6,9 @@ first-order ε_g only sees the (r, s, q, c) component of a perturbation (means o
 off-diagonal entries of R_k - T_k δ and Q_k - T_k δ, per mode k).  The 4L restricted matrix is
 taken from the generated Jacobian (modes basis) and its eigen-decomposition gives Eq. (122):
     ε_g(α) ≈ Σ_j (∇ε · v_j) g_j exp(μ_j (α - α_0)),   g = V⁻¹ x(α_0).
+This first-order formula converges to the ODE only from states without an "in-span" component
+(see the comment above :class:`SecondOrder`); :class:`SecondOrder` adds the second-order terms
+and converges from generic states, with an error cubic in the perturbation.
 """
 from __future__ import annotations
 
@@ -174,6 +177,7 @@ class FullLinearisation:
         if K != M:
             raise ValueError(f"perfect learning needs K = M, got K = {K}, M = {M}")
         self.mod = load(problem.key, "numpy")
+        self.mod_key = problem.key
         ctx = Float64Context()
         num = problem.numeric(ctx)
         self.num, self.ctx, self.M, self.L = num, ctx, M, problem.L
@@ -304,3 +308,183 @@ def group_counts(M, spectrum, eta, rel_tol):
         expected = sum(m for s, m in targets if abs(s - t) < tol)
         out.append((t, expected, int(np.sum(np.abs(mu - t) < tol))))
     return out
+
+
+# -- second order around perfect learning (generic starts) ------------------------------------
+#
+# With x = y - y*, the generated system reads x' = J x + ½ B(x, x) + O(x³) and
+# ε_g = ε* + ∇ε·x + ½ xᵀ H x + O(x³).  Expanding x = x1 + x2 + O(x0³) with
+#     x1 = e^{Jt} x0,     x2' = J x2 + ½ B(x1, x1),  x2(0) = 0      (t = α - α_0)
+# gives the second-order prediction ε* + ∇ε·(x1 + x2) + ½ x1ᵀ H x1, wrong by O(|x0|³).
+# Why first order is not enough from a generic start: in-span deformations of the students,
+# J = (1 + D) B, move the level-1 order parameters by (r, s, q, c) = (d, e, 2d, 2e), which ∇ε
+# annihilates exactly (ε_g changes only at second order).  J's slowest such directions decay at
+# μ_i ≈ a (1 - √3/2) λ_L, just below half the slowest visible rate μ_v = a (2 - √3) λ_L; their
+# square enters ε through H and, through B, forces the visible directions at 2μ_i ≈ μ_v (near
+# resonance).  Both contributions decay like the first-order term, so the first-order error
+# levels off at a fixed share of ε_g however late α_0.  The in-span directions include
+# permutation-symmetric ones: they live in the reduced (r, s, q, c) system of Eq. (118) too.
+#
+# In the eigenbasis J = V diag(μ) V⁻¹, g = V⁻¹ x0, the solution is closed:
+#     (V⁻¹ x2)_j = ½ Σ_pq b_jpq g_p g_q E(μ_p + μ_q, μ_j, t),   b_jpq = [V⁻¹ B(V_p, V_q)]_j,
+#     E(a, b, t) = ∫_0^t e^{b(t-s)} e^{a s} ds = t e^{bt} φ(t (a - b)),  φ(z) = (e^z - 1)/z,
+# which stays exact through (near-)resonances a ≈ b (the α e^{μα} terms: φ → 1).
+
+def _phi1(z):
+    """(e^z - 1)/z elementwise (complex): expm1 (no cancellation) away from 0, the series
+    1 + z/2 + z²/6 below |z| = 1e-4 (truncation z³/24 < 1e-13 relative) so that z = 0 is fine."""
+    z = np.asarray(z, dtype=complex)
+    small = np.abs(z) < 1e-4
+    zs = np.where(small, 1.0, z)
+    return np.where(small, 1 + z / 2 + z * z / 6, np.expm1(zs) / zs)
+
+
+def _E(a, b, t):
+    """∫_0^t e^{b(t-s)} e^{a s} ds = (e^{at} - e^{bt})/(a - b) for complex arrays a, b
+    (broadcast) and a float t >= 0, factored on the slower exponential c (larger real part) so
+    that φ only sees arguments with Re <= 0 (no overflow, no cancellation)."""
+    a, b = np.broadcast_arrays(np.asarray(a, complex), np.asarray(b, complex))
+    first = a.real >= b.real
+    c = np.where(first, a, b)
+    d = np.where(first, b, a)
+    return t * np.exp(c * t) * _phi1(t * (d - c))
+
+
+def symmetric_projection(y_modes, perm):
+    """Average of the mode state over simultaneous permutations of students and teachers
+    (students first relabelled by ``perm``, see :func:`matched_permutation`).
+
+    For a permutation-symmetric teacher (e.g. the expected one, T_k ∝ δ) this is the projection
+    on the invariant subspace of the reduced (r, s, q, c) system of Eq. (118): the dynamics
+    keeps it, and Eq. (122) describes it."""
+    from itertools import permutations
+    from .problem import unpack_state, _pack_state
+    y = np.asarray(y_modes, dtype=float)
+    L = y.shape[0]
+    M = len(perm)
+    R, Q = unpack_state(y, M, M)
+    inv = list(np.argsort(perm))
+    R, Q = R[:, inv, :], Q[:, inv][:, :, inv]
+    Rs, Qs = np.zeros_like(R), np.zeros_like(Q)
+    perms = list(permutations(range(M)))
+    for s in perms:
+        s = list(s)
+        Rs += R[:, s][:, :, s]
+        Qs += Q[:, s][:, :, s]
+    return _pack_state(Rs / len(perms), Qs / len(perms)).reshape(L, -1)
+
+
+def _eps_derivatives(lin, num, dps=40):
+    """(ε*, ∇ε by v1, Hessian by v1) of the generated ε_g at the level-1 perfect state, in
+    mpmath at ``dps`` digits, returned as float64 (steps: see :class:`SecondOrder`)."""
+    mod = load(lin.mod_key, "mpmath")
+    with MpmathContext(dps) as ctx:
+        v1s = [mpmath.mpf(float(x)) for x in np.asarray(num.lam, float) @ lin.y_star]
+        t1 = np.array([mpmath.mpf(float(x)) for x in lin.t1], dtype=object)
+        m = len(v1s)
+
+        def f(shift):
+            return mod.eps_g(np.array([a + b for a, b in zip(v1s, shift)], dtype=object), t1, ctx)
+        zero = [mpmath.mpf(0)] * m
+
+        def e(i, h):
+            out = list(zero)
+            out[i] = h
+            return out
+        eps0 = f(zero)
+        h = mpmath.mpf(10) ** -13
+        grad = [(f(e(i, h)) - f(e(i, -h))) / (2 * h) for i in range(m)]
+        h = mpmath.mpf(10) ** -10
+        H = np.empty((m, m))
+        for a in range(m):
+            for c in range(a, m):
+                pp = [x + y for x, y in zip(e(a, h), e(c, h))]
+                pm = [x + y for x, y in zip(e(a, h), e(c, -h))]
+                mp_ = [x + y for x, y in zip(e(a, -h), e(c, h))]
+                mm = [x + y for x, y in zip(e(a, -h), e(c, -h))]
+                H[a, c] = H[c, a] = float((f(pp) - f(pm) - f(mp_) + f(mm)) / (4 * h * h))
+        return float(eps0), np.array([float(g) for g in grad]), H
+
+
+class SecondOrder:
+    """Second-order asymptotic ε_g around perfect learning, closed form in J's eigenbasis.
+
+    Built on a :class:`FullLinearisation` ``lin`` (perfect-learning point, J, ∇ε, ε*).  B is the
+    second derivative of the generated ``rhs_modes`` at y*, H the Hessian of the generated ε_g
+    (it depends on the level-1 state v1 = Σ_k λ_k y_k only: H = (λ⊗1) H1 (λ⊗1)ᵀ).
+
+    B by central differences of the generated Jacobian, step h_B = 1e-5 (float64): truncation
+    h²/6·|∂³f| ~ 2e-11 and rounding ~ 1e-16·|J|/h ~ 1e-11 relative to |B| = O(1); the mismatch
+    of the two independent quotients for ∂²f_i/∂y_a∂y_b and ∂²f_i/∂y_b∂y_a (``B_asymmetry``)
+    measures it (~1e-10).  B only enters through x2, itself O(|x0|) of ε_g, so this error stays
+    below 1e-10 of ε_g."""
+
+    def __init__(self, lin: FullLinearisation, h_B: float = 1e-5):
+        self.lin = lin
+        num, ctx, mod = lin.num, lin.ctx, lin.mod
+        args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+        shape = lin.y_star.shape
+        n = lin.y_star.size
+        B = np.empty((n, n, n))
+        for b in range(n):
+            e = np.zeros(n)
+            e[b] = h_B
+            Jp = mod.jac_modes(lin.y_star + e.reshape(shape), *args)
+            Jm = mod.jac_modes(lin.y_star - e.reshape(shape), *args)
+            B[:, :, b] = (np.asarray(Jp, float) - np.asarray(Jm, float)) / (2 * h_B)
+        # the two quotients for ∂²f_i/∂y_a∂y_b and ∂²f_i/∂y_b∂y_a are independent: their
+        # mismatch measures the step error; keep their mean
+        self.B_asymmetry = float(np.max(np.abs(B - B.transpose(0, 2, 1))) / np.max(np.abs(B)))
+        self.B = 0.5 * (B + B.transpose(0, 2, 1))
+        # ε*, ∇ε and the Hessian of ε_g by v1 at 40 digits (the generated mpmath ε_g at the
+        # float64 y*, taken as exact).  Precision matters here: directions invisible to first
+        # order carry |x_inv| ~ sqrt(ε_g), so a gradient error δ adds δ/sqrt(ε) to the relative
+        # error; float64 differences (δ ~ 1e-10) would cost 1e-5 at ε = 1e-10.  Steps: 1e-13
+        # for ∇ε (truncation h² ~ 1e-26, rounding 1e-40/h ~ 1e-27), 1e-10 for H (truncation
+        # h² ~ 1e-20, rounding 1e-40/h² ~ 1e-20); both far below float64.
+        self.eps_star, grad1, self.H1 = _eps_derivatives(lin, num)
+        self.grad = np.outer(np.asarray(num.lam, float), grad1).ravel()
+        m = grad1.size
+        P = np.kron(np.asarray(num.lam, float)[:, None], np.eye(m))      # v1 = Pᵀ y
+        self.H = P @ self.H1 @ P.T
+        mu, V = np.linalg.eig(lin.J)
+        self.mu, self.V = mu, V
+        self.Vinv = np.linalg.inv(V)
+        self.cond_V = float(np.linalg.cond(V))
+        # the closed form needs a diagonalisable J; round-off grows like cond(V)·1e-16
+        # (measured cond(V) = 213 at L = 3, 33 at L = 9, K = M = 2)
+        if not self.cond_V < 1e8:
+            raise ValueError(f"J is (nearly) defective, cond(V) = {self.cond_V:.1e}: the "
+                             "eigenbasis closed form of x2 would lose too many digits")
+        self.wv = self.grad @ V                                   # ∇ε along eigenvector j
+        # ½ Σ_j wv_j b_jpq: the ε weight of the pair (p, q) through x2, per target j
+        bt = np.einsum("ji,iab,ap,bq->jpq", self.Vinv, self.B, V, V, optimize=True)
+        self.C = 0.5 * self.wv[:, None, None] * bt
+        self.Hv = V.T @ self.H @ V
+
+    def quadratic_rhs(self, x):
+        """½ B(x, x) for a flat deviation x."""
+        return 0.5 * np.einsum("iab,a,b->i", self.B, x, x)
+
+    def parts(self, y_ref, alpha0, alphas):
+        """(first order, ∇ε·x2, ½ x1ᵀ H x1) at every α, from the state ``y_ref`` at α_0."""
+        lin = self.lin
+        x0 = (np.asarray(y_ref, dtype=float) - lin.y_star).ravel()
+        g = self.Vinv @ x0
+        mu = self.mu
+        gg = np.outer(g, g)
+        sums = mu[:, None] + mu[None, :]
+        out = []
+        for a in alphas:
+            t = float(a) - float(alpha0)
+            lin1 = self.eps_star + float(np.real(np.sum(self.wv * g * np.exp(mu * t))))
+            x2 = np.real(np.einsum("jpq,jpq->", self.C * gg[None],
+                                   _E(sums[None, :, :], mu[:, None, None], t)))
+            e1 = g * np.exp(mu * t)
+            hterm = 0.5 * float(np.real(e1 @ self.Hv @ e1))
+            out.append((lin1, float(x2), hterm))
+        return np.array(out)
+
+    def eps_g(self, y_ref, alpha0, alphas):
+        """Second-order ε_g(α): ε* + ∇ε·(x1 + x2) + ½ x1ᵀ H x1."""
+        return self.parts(y_ref, alpha0, alphas).sum(axis=1)

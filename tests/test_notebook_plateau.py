@@ -44,7 +44,23 @@ def test_05_plateau_asymptotic(monkeypatch, tmp_path):
         # slowest first-order rate (measured ratio 0.4986, 0.4999) ...
         assert abs(v["slowest_rate"] / v["slowest_first_order_rate"] - 0.5) < 0.01
         # ... so Eq. (121) misses even on the exact state, the second order does not
-        # (float64 floor: ε_g ~ 1e-14 at the end of L = 3 leaves ~1e-3)
+        # (measured 0.41 / 0.18 and 7.9e-5 / 1.9e-5 where ε_g >= 1e-10)
         assert v["eq121_exact_state_maxrel"] > 1e-2
         assert v["second_order_maxrel"] < 5e-3
-    assert s["fig20"]["9"]["eq122_maxrel"]["6000.0"] < 5e-3
+        # the windows reach ε_g = 1e-10 (L = 3: α = 6000, L = 9: α = 14000)
+        assert v["alpha_end"] >= {"3": 6000.0, "9": 14000.0}[L]
+        late = {"3": "3000.0", "9": "6000.0"}[L]
+        # from a late α_0 the second-order prediction meets the 1e-3 (measured 2.9e-4,
+        # 2.5e-5; reference float64 good to <1e-6 there, tests/test_eq122.py), first order
+        # does not (measured 2.9e-2, 3.3e-3)
+        assert v["second_order_from_alpha0_maxrel"][late] < 1e-3
+        assert v["eq122_maxrel"][late] > 1e-3
+        # the second-order error falls with α_0 (smaller perturbation; its scaling is
+        # checked in tests/test_eq122.py)
+        so = v["second_order_from_alpha0_maxrel"]
+        assert so[late] < 0.1 * so["1000.0"]
+    for L, v in s["premise"].items():
+        # teacher + orthogonal noise: Eq. (122) error ∝ s (measured ratio 0.100) and < 1e-3
+        # from the later α_0 (measured <= 2.8e-5)
+        assert 0.05 < v["0.001"]["0.0"] / v["0.01"]["0.0"] < 0.2
+        assert all(x < 1e-3 for row in v.values() for a, x in row.items() if a != "0.0")
