@@ -12,10 +12,11 @@
 * ``route="companion"``: the paper's Eqs. (54)-(57): roots of the shifted characteristic
   polynomial det(μ - A4), the triangular similarity S and Lagrange rows instead of a Vandermonde
   inverse.  Needs ≈ 2.05 L log10 L extra digits (DESIGN.md §6).
-* ``route="levels"``: the matrix exponential of the level system itself (python-flint arb_mat,
-  balanced by diag(λ_1^l), Taylor for the scaled-down matrix, then repeated squaring on
-  midpoints).  The squarings amplify rounding by the transient norm of exp(tA4), so it needs the
-  most digits; it shares nothing with the other two routes but the spectrum.
+* ``route="levels"``: the matrix exponential of the level system itself (balanced by
+  diag(λ_1^l); flint's rigorous Taylor for the scaled-down matrix, then repeated squaring of
+  row/column-scaled integer matrices).  Each squaring rounds products of size ‖exp(tÂ)‖², which
+  in the level basis reaches 10^200 at L = 64, so it needs the most digits (≈ 3.4 L log10 L);
+  it shares nothing with the other two routes but the spectrum.
 
 Every arbitrary-precision route is run at two precisions and must agree to the requested digits
 (``PrecisionLost`` otherwise, after raising the precision a few times).
@@ -259,18 +260,106 @@ def companion_solution(spectrum: Spectrum, eta, *, order=2, sigma_J=0, dps: int)
 
 # ---- route (i): matrix exponential of the level system ------------------------------------
 
-def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int):
-    """Route (i): ε_g(α) = ((1+σ_J²)/2)[exp(ηαA4) T]_1 with arb_mat at ``dps`` digits.
+# The scaled matrix exp(hÂ/2^q) gets norm ≤ 2^-_EXP_NORM_BITS before flint's rigorous exponential:
+# arb_mat.exp is much cheaper for a small norm (fewer Taylor terms, and the powers of a sparse
+# matrix of tiny norm multiply cheaply in arb's block algorithm), while each extra squaring costs
+# one dense product.  Measured at L = 128, 967 digits: norm 1/10 → 58 s, 1e-4 → 18 s (+10 squarings
+# at ~2 s each), 1e-13 → 6 s (+40 squarings).
+_EXP_NORM_BITS = 10
 
-    A4 is balanced by diag(s^l), s = λ_1, then exp(hÂ/2^q) (norm ≤ 1/8) by flint's rigorous
-    Taylor and q squarings on midpoints.  Increasing α that are power-of-two multiples of the
-    previous one reuse the chain of squarings.
+
+class _ScaledMat:
+    """A dense matrix held exactly as integers with a power-of-two scale per row and per column:
+    value_ij = M[i][j] · 2^(r_i + c_j), |M_ij| < 2^bits.
+
+    Why: the level exponential exp(tÂ) has entries spanning hundreds of binary orders of
+    magnitude (at L = 64, β = 1.5, ηα = 1024: rows ~2^657 throughout, columns from 2^0 to 2^643);
+    a diagonal scaling on each side makes the integer matrix dense in magnitude, and flint's
+    multimodular ``fmpz_mat`` product is then ~3x faster than ``arb_mat`` on the same midpoints.
     """
+
+    __slots__ = ("M", "r", "c")
+
+    def __init__(self, M, r, c):
+        self.M, self.r, self.c = M, r, c
+
+
+def _round_shift(m: int, k: int) -> int:
+    """round(m · 2^k) for an integer m."""
+    if k >= 0:
+        return m << k
+    return (m + (1 << (-k - 1))) >> (-k)
+
+
+def _scaled_normalise(P, r, c, bits):
+    """Exact integer rows P with value 2^(r_i + c_j) P_ij → _ScaledMat with |M_ij| < 2^bits.
+    Row shifts a_i bring each row's largest entry to ``bits`` bits; the column shifts b_j ≤ 0 then
+    keep the low bits of columns whose entries are all small, so every entry is rounded to an
+    absolute 2^(r_i + c_j) no coarser than its row and column demand."""
+    bl = [[x.bit_length() for x in row] for row in P]
+    a = [max(row) - bits for row in bl]
+    n = len(P[0])
+    b = [max(bl[i][j] - a[i] for i in range(len(P))) - bits for j in range(n)]
+    from flint import fmpz_mat
+    rows = [[_round_shift(int(x), -(ai + bj)) for x, bj in zip(row, b)] for row, ai in zip(P, a)]
+    return _ScaledMat(fmpz_mat(rows), [ri + ai for ri, ai in zip(r, a)],
+                      [cj + bj for cj, bj in zip(c, b)])
+
+
+def _scaled_from_arb(E, bits):
+    """arb_mat (midpoints) → _ScaledMat, each entry rounded to ``bits`` bits of its row's scale."""
+    P, e = [], []
+    for i in range(E.nrows()):
+        me = [E[i, j].mid().man_exp() for j in range(E.ncols())]
+        lo = min(int(x[1]) for x in me)
+        P.append([int(m) << (int(x) - lo) for m, x in me])
+        e.append(lo)
+    return _scaled_normalise(P, e, [0] * E.ncols(), bits)
+
+
+def _scaled_square(F: _ScaledMat, bits) -> _ScaledMat:
+    """F·F.  With g_k = r_k + c_k the inner scale, F·F = 2^(r_i+c_j) Σ_k M_ik 2^g_k M_kj; the rows of
+    the right factor are shifted to the largest g (truncating rows whose scale is smaller), so
+    one integer product gives the result.  Rounding error of entry (i, j) ≤ L·2^(r_i+c_j+g_max)·
+    2^bits, i.e. 2^-bits·L relative to the largest possible term of the sum: the error of a
+    floating-point product with the same diagonal scaling."""
+    from flint import fmpz_mat
+    g = [ri + ci for ri, ci in zip(F.r, F.c)]
+    gmax = max(g)
+    right = fmpz_mat([[_round_shift(int(x), gk - gmax) for x in row]
+                      for row, gk in zip(F.M.tolist(), g)])
+    P = (F.M * right).tolist()
+    return _scaled_normalise(P, [ri + gmax for ri in F.r], F.c, bits)
+
+
+def _scaled_apply(F: _ScaledMat, v, e):
+    """Exact F·v for v = (integers, common exponent e): returns (integers, common exponent)."""
+    cmin = min(F.c)
+    vv = [x << (cj - cmin) for x, cj in zip(v, F.c)]
+    rmin = min(F.r)
+    out = []
+    for row, ri in zip(F.M.tolist(), F.r):
+        out.append(sum(int(m) * x for m, x in zip(row, vv) if m != 0) << (ri - rmin))
+    return out, e + cmin + rmin
+
+
+def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int):
+    """Route (i): ε_g(α) = ((1+σ_J²)/2)[exp(ηαA4) T]_1 at ``dps`` digits.
+
+    A4 is balanced by diag(s^l), s = λ_1; exp(hÂ/2^q) (norm ≤ 2^-10) comes from flint's rigorous
+    Taylor (arb_mat.exp), then q squarings carried as scaled integer matrices (_ScaledMat) at the
+    working precision.  Increasing α that are power-of-two multiples of the previous one continue
+    the chain of squarings; for the last α the last squaring is replaced by two exact
+    matrix-vector products (E(E y)).  The row-1 products with T are exact.
+    """
+    import flint
     from flint import arb, arb_mat
     from .numbers import FlintContext
     eta_f = Fraction(eta)
+    alphas = list(alphas)
     out = []
     with FlintContext(dps):
+        bits = flint.ctx.prec
         conv = FlintContext.convert
         lam = [conv(v) for v in spectrum.eigenvalues]
         w = [conv(v) for v in spectrum.weights]
@@ -291,31 +380,49 @@ def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int)
                 if B[i][j] != 0:
                     A[i, j] = B[i][j] * spow[j] / spow[i]
         A = A.mid()
-        y = arb_mat([[nu[l] / spow[l]] for l in range(L)]).mid()
+        # y = balanced T^(l) as exact integers with one common exponent
+        ye = [(nu[l] / spow[l]).mid().man_exp() for l in range(L)]
+        y_exp = min(int(x[1]) for x in ye)
+        y = [int(m) << (int(x) - y_exp) for m, x in ye]
         norm = max(sum(abs(float(A[i, j].mid())) for j in range(L)) for i in range(L))
         sig = Fraction(sigma_J)
         pre = (1 + arb(sig.numerator) ** 2 / sig.denominator ** 2) / 2
+
+        def level1(F, v, ve):
+            """s · [F v]_1 as arb (exact integer arithmetic, rounded once)."""
+            row = F.M.tolist()[1]
+            cmin = min(F.c)
+            tot = sum(int(m) * (x << (cj - cmin)) for m, x, cj in zip(row, v, F.c) if m != 0)
+            return arb(tot) * arb(2) ** (ve + F.r[1] + cmin) * s
+
         E, prev = None, None
-        for alpha in alphas:
-            fa = Fraction(alpha) if not isinstance(alpha, float) else Fraction(alpha)
+        for n, alpha in enumerate(alphas):
+            fa = Fraction(alpha)
             if fa == 0:
-                out.append(mpmath.mpf(0) + _to_mpf((pre * nu[1]).mid()))
+                out.append(_to_mpf((pre * nu[1]).mid()))
                 continue
             ratio = fa / prev if prev else None
             m = None
             if ratio is not None and ratio.denominator == 1 and ratio.numerator & (ratio.numerator - 1) == 0:
                 m = ratio.numerator.bit_length() - 1
+            last = n == len(alphas) - 1
             if E is None or m is None:
                 h = eta_a * arb(fa.numerator) / fa.denominator
-                q = max(0, math.ceil(math.log2(max(float(h.mid()) * norm * 8, 1.0))))
-                E = (A * (h / 2 ** q)).exp().mid()
-                for _ in range(q):
-                    E = (E * E).mid()
+                q = max(0, math.ceil(math.log2(max(float(h.mid()) * norm, 2.0 ** -60))
+                                     + _EXP_NORM_BITS))
+                E = _scaled_from_arb((A * (h / 2 ** q)).exp(), bits)
+                m = q
+            prev = fa
+            if last and m > 0:
+                # exp(tÂ) y = E (E y) with E = exp(tÂ/2): saves the last dense product
+                for _ in range(m - 1):
+                    E = _scaled_square(E, bits)
+                v, ve = _scaled_apply(E, y, y_exp)
+                D1 = level1(E, v, ve)
             else:
                 for _ in range(m):
-                    E = (E * E).mid()
-            prev = fa
-            D1 = (E * y)[1, 0] * s
+                    E = _scaled_square(E, bits)
+                D1 = level1(E, y, y_exp)
             out.append(_to_mpf((pre * D1).mid()))
     return out
 
@@ -329,13 +436,20 @@ def _to_mpf(x):
 
 def route_dps(route: str, L: int, digits: int) -> int:
     """Starting precision: modes need guard digits only; the companion route the measured
-    2.05 L log10 L (DESIGN.md §6); the squarings of the level exponential about twice that."""
+    2.05 L log10 L (DESIGN.md §6); the level exponential 3.4 L log10 L.
+
+    Level route, measured (digits lost at ηα ≤ 1024 against the modes route, power law,
+    η ∈ {0.1, 0.5, 1}): the loss grows with β and η and is largest at β = 1.5, η = 1, where it is
+    3.3 L log10 L at L = 16, 32, 64 and 3.0 L log10 L at L = 128 (β = 0.3: 1.8-2.2).  It is about
+    twice log10 ‖exp(ηαÂ)‖ (each squaring rounds products of that size), so it keeps growing
+    with α until the slowest mode has decayed; exact_curve's second run catches a shortfall.
+    """
     logL = math.log10(max(L, 2))
     if route == "modes":
         return digits + 10
     if route == "companion":
         return digits + 10 + int(math.ceil(2.05 * L * logL))
-    return digits + 20 + int(math.ceil(4.5 * L * logL))
+    return digits + 20 + int(math.ceil(3.4 * L * logL))
 
 
 def exact_curve(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, route="modes",
