@@ -25,6 +25,7 @@ regenerate: $(STAMP)
 	$(VENV)/bin/scaling-odes regenerate
 
 bench: $(STAMP)
+	$(PY) -m pip install -q -e '.[test,bench]'
 	$(PY) bench/run_all.py
 
 clean:

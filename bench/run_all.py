@@ -27,6 +27,10 @@ SCRIPTS = [
     ("bench_integrator.py", False),
     ("bench_simulate.py", True),
     ("bench_solvers.py", True),
+    ("bench_level_paths.py", True),   # the level basis: arb_mat / short scalars / object arrays
+    ("bench_levels.py", True),        # level basis at L = 64, 128 vs heyoka, RK4, odefun, SciPy
+    ("bench_dps_rule.py", True),      # digits kept vs dps in the level basis
+    ("bench_modes_fast.py", True),    # modes basis at scale: L = 1024; K = M = 40, L = 512
 ]
 
 
