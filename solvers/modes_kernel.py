@@ -1,0 +1,243 @@
+"""Index-vectorised right-hand side of the modes basis (erf and linear), for any K, M.
+
+No printed module is needed: for any K, M the order-parameter ODEs in the modes basis are a
+Lyapunov-type linear system per mode whose K x K and K x M coefficient matrices depend on the
+level-1 overlaps only.
+
+Derivation (DESIGN.md §1 conventions, g(x) = erf(x/√2)).  For jointly Gaussian (a, z, c),
+Stein's lemma gives I3(a, z, c) = ⟨g'(a) z g(c)⟩ = C_za ⟨g''(a) g(c)⟩ + C_zc ⟨g'(a) g'(c)⟩ (also
+when c = a, where both terms add up to C_za ⟨(g'g)'(a)⟩).  With z the generalised field of
+level l, the covariances C_za, C_zc are level-(l+1) overlaps; in the modes basis they are
+λ_k times the mode-k overlaps.  Summing over the third field as in the hierarchy,
+
+    dR_k/dα = λ_k (P R_k + S T_k),
+    dQ_k/dα = λ_k (P Q_k + Q_k P + S R_kᵀ + R_k Sᵀ) + e2 λ_k w_k F,
+
+i.e. dΩ_k/dα = λ_k (G Ω_k + Ω_k Gᵀ) (+ e2 λ_k w_k F in the student block) for
+Ω_k = [[Q_k, R_k], [R_kᵀ, T_k]] and G = [[P, S], [0, 0]], with (level-1 overlaps Q, R, T)
+
+    P_ij = (η/K) [ δ_ij ( Σ_m ⟨g''(x_i) g(y_m)⟩ − (M/K) Σ_l ⟨g''(x_i) g(x_l)⟩ )
+                   − (M/K) ⟨g'(x_i) g'(x_j)⟩ ]                      (symmetric),
+    S_im = (η/K) ⟨g'(x_i) g'(y_m)⟩,
+    ⟨g'(a) g'(b)⟩ = (2/π) / √((1+C_aa)(1+C_bb) − C_ab²),
+    ⟨g''(a) g(c)⟩ = −(2/π) C_ac / ((1+C_aa) √((1+C_aa)(1+C_cc) − C_ac²)),
+
+and F_ij = K⁻² Σ_ab c_a c_b I4(x_i, x_j, u_a, u_b) over the fields u = (x_1..x_K, y_1..y_M) with
+weights c = (−M/K, …, −M/K, 1, …, 1) (the η² bracket of the hierarchy).  Everything is checked
+against the generated modules in tests/test_modes_fast.py.
+
+For g(x) = x (``activation="linear"``) the same formulas hold with ⟨g'g'⟩ = 1, ⟨g''g⟩ = 0
+(constant P, S), I4 = C34 and I2 = C12.
+
+All functions accept float64 arrays and complex ones (complex-step derivatives are exact).
+Shapes: R (L, K, M), Q (L, K, K), T (L, M, M); level-1 R1 (K, M), Q1 (K, K), T1 (M, M).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+TWO_OVER_PI = 2.0 / np.pi
+ACTIVATIONS = ("erf", "linear")
+
+
+def level_one(lam, R, Q, T=None):
+    """Level-1 overlaps Σ_k λ_k X_k."""
+    out = (np.tensordot(lam, R, axes=1), np.tensordot(lam, Q, axes=1))
+    if T is not None:
+        out += (np.tensordot(lam, T, axes=1),)
+    return out
+
+
+def coefficients(R1, Q1, T1, eta, activation="erf"):
+    """(P, S): the K x K (symmetric) and K x M matrices of dΩ_k/dα = λ_k (G Ω_k + Ω_k Gᵀ).
+
+    Leading batch axes are allowed (R1 (..., K, M), Q1 (..., K, K), T1 (..., M, M)); complex
+    inputs give complex outputs (complex-step derivatives).
+    """
+    K, M = R1.shape[-2:]
+    scale = eta / K
+    if activation == "linear":   # g' = 1, g'' = 0: constant coefficients
+        shape = np.broadcast_shapes(R1.shape[:-2], Q1.shape[:-2], T1.shape[:-2])
+        dtype = np.result_type(R1, Q1, T1, float)
+        P = np.full(shape + (K, K), -scale * M / K, dtype=dtype)
+        S = np.full(shape + (K, M), scale, dtype=dtype)
+        return P, S
+    _check(activation)
+    dq = np.diagonal(Q1, axis1=-2, axis2=-1)
+    dt = np.diagonal(T1, axis1=-2, axis2=-1)
+    aq = 1.0 + dq
+    rs_xx = 1.0 / np.sqrt(aq[..., :, None] * aq[..., None, :] - Q1 * Q1)
+    rs_xy = 1.0 / np.sqrt(aq[..., :, None] * (1.0 + dt)[..., None, :] - R1 * R1)
+    # <g''(x_i) g(c)> = -(2/π) C_ic / ((1 + Q_ii) sqrt(...)), summed over c
+    d2_y = -(TWO_OVER_PI * R1 * rs_xy).sum(axis=-1) / aq
+    d2_x = -(TWO_OVER_PI * Q1 * rs_xx).sum(axis=-1) / aq
+    P = -(scale * M / K) * TWO_OVER_PI * rs_xx            # -(M/K) <g'(x_i) g'(x_j)>
+    idx = np.arange(K)
+    P[..., idx, idx] += scale * (d2_y - (M / K) * d2_x)
+    S = scale * TWO_OVER_PI * rs_xy                       # <g'(x_i) g'(y_m)>
+    return P, S
+
+
+class CoefficientDerivative:
+    """Directional derivatives (dP, dS) of ``coefficients`` at a fixed level-1 point.
+
+    The base-point quantities are computed once; each call costs a few elementwise operations
+    on (b, K, K) and (b, K, M) arrays (real arithmetic; the complex-step derivative of
+    ``coefficients`` is the test reference).
+    """
+
+    def __init__(self, R1, Q1, T1, eta, activation="erf"):
+        _check(activation)
+        self.linear = activation == "linear"
+        K, M = R1.shape
+        self.K, self.M, self.scale = K, M, eta / K
+        if self.linear:
+            return
+        self.R1, self.Q1 = R1, Q1
+        aq = 1.0 + np.diagonal(Q1)
+        at = 1.0 + np.diagonal(T1)
+        self.aq, self.at = aq, at
+        self.rs_xx = 1.0 / np.sqrt(aq[:, None] * aq[None, :] - Q1 * Q1)
+        self.rs_xy = 1.0 / np.sqrt(aq[:, None] * at[None, :] - R1 * R1)
+        self.A_y = (R1 * self.rs_xy).sum(axis=1)          # Σ_m R_im rs_xy
+        self.A_x = (Q1 * self.rs_xx).sum(axis=1)
+
+    def __call__(self, dR, dQ):
+        """dR (b, K, M), dQ (b, K, K) symmetric -> dP (b, K, K), dS (b, K, M)."""
+        K, M, s = self.K, self.M, self.scale
+        if self.linear:
+            return np.zeros(dQ.shape), np.zeros(dR.shape)
+        aq, at = self.aq, self.at
+        daq = np.diagonal(dQ, axis1=1, axis2=2)                          # (b, K)
+        dax = daq[:, :, None] * aq[None, None, :] + aq[None, :, None] * daq[:, None, :] \
+            - 2.0 * self.Q1 * dQ
+        daxy = daq[:, :, None] * at[None, None, :] - 2.0 * self.R1 * dR
+        drs_xx = -0.5 * self.rs_xx ** 3 * dax
+        drs_xy = -0.5 * self.rs_xy ** 3 * daxy
+        dA_y = (dR * self.rs_xy + self.R1 * drs_xy).sum(axis=2)
+        dA_x = (dQ * self.rs_xx + self.Q1 * drs_xx).sum(axis=2)
+        # d2_y = -(2/π) A_y / aq  (likewise d2_x)
+        dd2_y = -TWO_OVER_PI * (dA_y / aq - self.A_y * daq / aq ** 2)
+        dd2_x = -TWO_OVER_PI * (dA_x / aq - self.A_x * daq / aq ** 2)
+        dP = -(s * M / K) * TWO_OVER_PI * drs_xx
+        idx = np.arange(K)
+        dP[:, idx, idx] += s * (dd2_y - (M / K) * dd2_x)
+        return dP, s * TWO_OVER_PI * drs_xy
+
+
+def _check(activation):
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def _I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44):
+    lam4 = (1 + c11) * (1 + c22) - c12 ** 2
+    lam0 = (lam4 * c34 - c23 * c24 * (1 + c11) - c13 * c14 * (1 + c22)
+            + c12 * c13 * c24 + c12 * c14 * c23)
+    lam1 = lam4 * (1 + c33) - c23 ** 2 * (1 + c11) - c13 ** 2 * (1 + c22) + 2 * c12 * c13 * c23
+    lam2 = lam4 * (1 + c44) - c24 ** 2 * (1 + c11) - c14 ** 2 * (1 + c22) + 2 * c12 * c14 * c24
+    return (4 / np.pi ** 2) / np.sqrt(lam4) * np.arcsin(lam0 / (np.sqrt(lam1) * np.sqrt(lam2)))
+
+
+def order2_term(R1, Q1, T1, activation="erf", max_block: int = 2_000_000):
+    """F (K x K, symmetric): the η² bracket / K², so dQ_k/dα gets e2 λ_k w_k F.
+
+    Cost K(K+1)/2 · (K+M)² I4 evaluations (10⁷ at K = M = 40): vectorised over (a, b) and as
+    many (i, j) pairs per block as fit in ``max_block`` elements.
+    """
+    K, M = R1.shape
+    n = K + M
+    C = np.block([[Q1, R1], [R1.T, T1]])
+    cw = np.concatenate([np.full(K, -M / K), np.ones(M)])
+    W = cw[:, None] * cw[None, :]
+    if activation == "linear":   # I4 = C34: the same number for every (i, j)
+        return np.full((K, K), (W * C).sum() / K ** 2, dtype=C.dtype)
+    _check(activation)
+    diag = np.diagonal(C)
+    iu, ju = np.triu_indices(K)
+    F = np.empty((K, K), dtype=C.dtype)
+    per = max(1, max_block // (n * n))
+    for s in range(0, len(iu), per):
+        i, j = iu[s:s + per], ju[s:s + per]
+        c11 = diag[i][:, None, None]
+        c22 = diag[j][:, None, None]
+        c12 = C[i, j][:, None, None]
+        c13 = C[i][:, :, None]      # (p, a, 1)
+        c14 = C[i][:, None, :]      # (p, 1, b)
+        c23 = C[j][:, :, None]
+        c24 = C[j][:, None, :]
+        c33 = diag[None, :, None]
+        c44 = diag[None, None, :]
+        c34 = C[None, :, :]
+        val = (_I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44) * W).sum(axis=(1, 2))
+        F[i, j] = val
+        F[j, i] = val
+    return F / K ** 2
+
+
+def rhs(R, Q, T, lam, w, eta, e2=0.0, activation="erf"):
+    """(dR, dQ) in the modes basis; R (L, K, M), Q (L, K, K), T (L, M, M)."""
+    R1, Q1, T1 = level_one(lam, R, Q, T)
+    P, S = coefficients(R1, Q1, T1, eta, activation)
+    lam3 = lam[:, None, None]
+    dR = lam3 * (P @ R + S @ T)
+    X = P @ Q + S @ np.swapaxes(R, 1, 2)
+    dQ = lam3 * (X + np.swapaxes(X, 1, 2))
+    if e2:
+        dQ += e2 * (lam * w)[:, None, None] * order2_term(R1, Q1, T1, activation)[None]
+    return dR, dQ
+
+
+def eps_g(R1, Q1, T1, activation="erf"):
+    """ε_g from level-1 overlaps; leading batch axes of R1/Q1 broadcast (T1 (M, M))."""
+    K, M = R1.shape[-2:]
+    if activation == "linear":
+        tt, ss, sy = T1.sum(axis=(-2, -1)), Q1.sum(axis=(-2, -1)), R1.sum(axis=(-2, -1))
+        return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
+    _check(activation)
+    dq = np.diagonal(Q1, axis1=-2, axis2=-1)
+    dt = np.diagonal(T1, axis1=-2, axis2=-1)
+    sq = np.sqrt(1.0 + dq)
+    st = np.sqrt(1.0 + dt)
+
+    def I2(c12, s1, s2):
+        return TWO_OVER_PI * np.arcsin(c12 / (s1[..., :, None] * s2[..., None, :]))
+
+    tt = I2(T1, st, st).sum(axis=(-2, -1))
+    ss = I2(Q1, sq, sq).sum(axis=(-2, -1))
+    sy = I2(R1, sq, np.broadcast_to(st, sq.shape[:-1] + st.shape[-1:])).sum(axis=(-2, -1))
+    return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
+
+
+# -- the generated modules' packed layout (for comparisons) ------------------------------------
+
+def pack(R, Q):
+    """(L, K, M), (L, K, K) -> (L, N_STATE): R row-major then the upper triangle of Q."""
+    L, K, _ = R.shape
+    iu = np.triu_indices(K)
+    return np.concatenate([R.reshape(L, -1), Q[:, iu[0], iu[1]]], axis=1)
+
+
+def pack_teacher(T):
+    iu = np.triu_indices(T.shape[-1])
+    return T[..., iu[0], iu[1]]
+
+
+def unpack(y, K, M):
+    """(..., N_STATE) -> R (..., K, M), Q (..., K, K) symmetric."""
+    y = np.asarray(y)
+    R = y[..., :K * M].reshape(y.shape[:-1] + (K, M))
+    Q = np.empty(y.shape[:-1] + (K, K), dtype=y.dtype)
+    iu = np.triu_indices(K)
+    Q[..., iu[0], iu[1]] = y[..., K * M:]
+    Q[..., iu[1], iu[0]] = y[..., K * M:]
+    return R, Q
+
+
+def unpack_teacher(t, M):
+    t = np.asarray(t)
+    T = np.empty(t.shape[:-1] + (M, M), dtype=t.dtype)
+    iu = np.triu_indices(M)
+    T[..., iu[0], iu[1]] = t
+    T[..., iu[1], iu[0]] = t
+    return T
