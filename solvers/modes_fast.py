@@ -710,8 +710,8 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     :class:`ModesInputs` (``random_inputs``, ``expected_inputs``, ``inputs_from_overlaps``).
     alphas: output times, strictly increasing; the initial condition is at alphas[0].
     rtol: relative tolerance on the student factor J (≈ √Q).  Measured (bench/bench_modes_fast.py)
-    at the default 1e-8: ε_g to ~1e-8 relative for K = M = 2 (L up to 1024), to ~3e-6 for
-    K = M = 40 at the specialisation transition (6e-7 elsewhere); tighten rtol for more.
+    at the default 1e-8: ε_g to ~2e-8 relative for K = M = 2 (L up to 1024), to 1e-6 .. 3e-6
+    for K = M = 40 (β = 1.5 .. 1), worst at the specialisation transition (2.5e-7 at rtol 1e-9).
     atol: absolute tolerance on J; default rtol · 1e-4 · (size of a teacher-factor entry).
     order: override the problem's order (1 or 2).
     keep_states: store the (L, N_STATE) mode overlaps per output (the layout of
@@ -720,10 +720,11 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     machine; None leaves the BLAS setting alone).  fixed_step: constant step, no error control
     (order tests).
     method: "rodas4" (stiff, the default) or "rk78": the explicit RK7(8) of solvers.integrate on
-    the same factored right-hand side.  Its step is bounded by stability at ~3/(λ_1 |P|), so it
-    only pays when λ_1 |P| times the α range is small; measured (bench/bench_modes_fast.py):
-    on (b) (K = M = 40, L = 512, η = 0.01) it needs 1.5x the time of RODAS4 at rtol 1e-8 but is
-    ~100x more accurate there, on (a) (K = M = 2, L = 1024, η = 0.1) it is much slower.
+    the same factored right-hand side, whose step is bounded by stability (~λ_1 |P| sets it).
+    Measured (bench/bench_modes_fast.py, rtol 1e-8): K = M = 2, L = 1024, η = 0.1: RODAS4
+    0.8 s, rk78 10.4 s (ε_g to 2e-8 and 3e-10); K = M = 40, L = 512, η = 0.01 (mildly stiff):
+    RODAS4 46 s CPU, rk78 73 s (ε_g to 3e-6 and 3e-8; RODAS4 needs rtol 1e-10, 205 s, for the
+    latter).  The stiff method wins as λ_1 ∝ L and η grow.
     """
     started = time.perf_counter()
     if isinstance(problem_or_inputs, ModesInputs):

@@ -87,22 +87,53 @@ class NumericProblem:
             c = [(c[j - 1] if j > 0 else 0) - lam * (c[j] if j < len(c) else 0)
                  for j in range(len(c) + 1)]
         self.c = np.array(c[:L], dtype=object)
-        self.nu = np.array([sum(self.w * self.lam ** l) for l in range(1, L + 1)], dtype=object)
         self.eta = conv(problem.eta)
         self.e2 = self.eta ** 2 if problem.order == 2 else conv(0)
         init = problem.init
         if init.basis == "modes":
             self.y_modes = _pack_state(ctx.array(init.R), ctx.array(init.Q))
             self.T_modes = _pack_teacher(ctx.array(init.T))
-            V = np.array([[lam ** l for lam in self.lam] for l in range(L + 1)], dtype=object)
-            self.y_levels = V[:L] @ self.y_modes
-            self.T_levels = V[1:] @ self.T_modes            # levels 1..L
+            # nu, y_levels, T_levels: on first use (__getattr__) -- a modes run never needs
+            # them, and in float64 the powers λ^l overflow from L ≈ 256
         else:
             self.y_levels = _pack_state(ctx.array(init.R), ctx.array(init.Q))
             self.T_levels = _pack_teacher(ctx.array(init.T))[1:]
+            self._level_quantities()
             self.y_modes, self.T_modes = self._levels_to_modes()
         if isinstance(ctx, Float64Context):
             for name in ("lam", "w", "c", "nu", "y_modes", "T_modes", "y_levels", "T_levels"):
+                if name in self.__dict__:
+                    setattr(self, name, np.asarray(getattr(self, name), dtype=float))
+
+    _LAZY = ("nu", "y_levels", "T_levels")
+
+    def __getattr__(self, name):
+        # only called when the attribute is not set yet
+        if name in NumericProblem._LAZY and "lam" in self.__dict__:
+            self._level_quantities()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    def _level_quantities(self):
+        """ν_1..ν_L and, for a modes initial condition, the level-basis state (Vandermonde)."""
+        L = self.problem.L
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                pw = [self.lam ** l for l in range(L + 1)]
+            if isinstance(self.ctx, Float64Context) and not np.all(np.isfinite(
+                    np.asarray(pw[-1], dtype=float))):
+                raise OverflowError
+        except OverflowError:
+            raise ValueError(f"the level basis is out of float64 range at L = {L} (λ^l "
+                             f"overflows): use basis = \"modes\" or an arbitrary-precision "
+                             f"dps") from None
+        self.nu = np.array([sum(self.w * pw[l]) for l in range(1, L + 1)], dtype=object)
+        if "y_levels" not in self.__dict__:
+            V = np.array(pw, dtype=object)
+            self.y_levels = V[:L] @ self.y_modes
+            self.T_levels = V[1:] @ self.T_modes            # levels 1..L
+        if isinstance(self.ctx, Float64Context):
+            for name in NumericProblem._LAZY:
                 setattr(self, name, np.asarray(getattr(self, name), dtype=float))
 
     def _levels_to_modes(self):

@@ -32,3 +32,27 @@ def test_K40_rodas4_against_explicit_rk78():
     stiff = mf.solve_modes_fast(inp, alphas, rtol=1e-10)
     explicit = mf.solve_modes_fast(inp, alphas, rtol=1e-11, method="rk78")
     assert np.abs(stiff.eps_float() / explicit.eps_float() - 1).max() < 1e-9
+
+
+def test_rk78_modes_path_beyond_float64_level_range():
+    """L = 300: λ^l overflows float64, which only the level basis needs; the modes basis in
+    float64 (generated module, RK7(8)) runs, and asking for float64 levels is a clear error."""
+    from fractions import Fraction
+
+    import pytest
+
+    from derive import spectra
+    from derive.hierarchy import SystemKey
+    from solvers.odes import integrate_problem
+    from solvers.problem import Problem, expected_init
+
+    s = spectra.power_law(300, 1)
+    prob = Problem(SystemKey("erf", 2, 2), s, Fraction(1, 10), 1,
+                   expected_init(s, 2, 2, Fraction(1, 100)))
+    alphas = [0.0, 1.0, 10.0]
+    tr = integrate_problem(prob, alphas, basis="modes", arithmetic="float64", rtol=1e-10)
+    fast = mf.solve_modes_fast(prob, alphas, rtol=1e-10)
+    # two integrators at rtol 1e-10 on the same system: ~1e-9 relative on ε_g
+    assert np.abs(tr.eps_float() / fast.eps_float() - 1).max() < 1e-8
+    with pytest.raises(ValueError, match="out of float64 range"):
+        integrate_problem(prob, alphas, basis="levels", arithmetic="float64")
