@@ -36,6 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .problem import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
+
 TWO_OVER_PI = 2.0 / np.pi
 ACTIVATIONS = ("erf", "linear")
 
@@ -221,17 +223,6 @@ def pack(R, Q):
 def pack_teacher(T):
     iu = np.triu_indices(T.shape[-1])
     return T[..., iu[0], iu[1]]
-
-
-def unpack(y, K, M):
-    """(..., N_STATE) -> R (..., K, M), Q (..., K, K) symmetric."""
-    y = np.asarray(y)
-    R = y[..., :K * M].reshape(y.shape[:-1] + (K, M))
-    Q = np.empty(y.shape[:-1] + (K, K), dtype=y.dtype)
-    iu = np.triu_indices(K)
-    Q[..., iu[0], iu[1]] = y[..., K * M:]
-    Q[..., iu[1], iu[0]] = y[..., K * M:]
-    return R, Q
 
 
 def unpack_teacher(t, M):
