@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench_level_paths import load_avg, make_problem  # noqa: E402
+from bench_level_paths import make_problem  # noqa: E402
+from machine_info import load_avg  # noqa: E402
 from solvers.integrate import IntegrationError  # noqa: E402
 from solvers.odes import PrecisionLost, estimated_dps, integrate_problem  # noqa: E402
 

@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+from machine_info import load_avg  # noqa: E402
+
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
 from solvers.odes import estimated_dps, integrate_problem  # noqa: E402
@@ -43,11 +45,6 @@ def make_problem(L):
                    random_init(2, 2, 1024, s, Fraction(1, 100), 0))
 
 
-def load_avg():
-    try:
-        return "/".join(f"{x:.2f}" for x in __import__("os").getloadavg())
-    except OSError:
-        return "n/a"
 
 
 def timed(fn, repeats, budget=60.0):

@@ -43,6 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
+from machine_info import cpu_name, load_avg  # noqa: E402
+
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
 from solvers.integrate import fixed_step_rk4  # noqa: E402
@@ -69,10 +71,6 @@ def log(msg):
 
 def load1():
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-
-def load_avg():
-    return "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
 
 
 class Timing:
@@ -141,14 +139,7 @@ def log_grid(a_max, n):
 def machine():
     import flint
     import scipy
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     hv = hy.__version__ if hy is not None else "not installed"
     return (f"Machine: {platform.platform()}, {cpu}, os.cpu_count() = {os.cpu_count()}; "
             f"Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "

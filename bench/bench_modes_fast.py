@@ -32,6 +32,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from machine_info import load_avg
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
@@ -46,8 +48,6 @@ from solvers.registry import load  # noqa: E402
 NAIVE_RTOL = 1e-12
 
 
-def load_avg() -> str:
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 class Timer:

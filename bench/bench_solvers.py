@@ -37,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
+from machine_info import cpu_name, load_avg  # noqa: E402
+
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
 from solvers.numbers import Float64Context, FlintContext, MpmathContext, to_mpf  # noqa: E402
@@ -87,21 +89,10 @@ def fmt_s(t):
     return f"{t:.3g}"
 
 
-def load_avg():
-    return "/".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "n/a"
-
-
 def machine():
     import flint
     import scipy
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_name()
     return (f"Machine: {platform.platform()}, {cpu}, os.cpu_count() = {os.cpu_count()}; "
             f"Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}, "
             f"mpmath {mpmath.__version__}, python-flint {flint.__version__}; "
