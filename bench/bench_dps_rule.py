@@ -24,8 +24,8 @@ import numpy as np  # noqa: E402
 
 from bench_level_paths import make_problem  # noqa: E402
 from machine_info import load_avg  # noqa: E402
-from solvers.integrate import IntegrationError  # noqa: E402
-from solvers.odes import PrecisionLost, estimated_dps, integrate_problem  # noqa: E402
+from solvers.integrators.rk78 import IntegrationError  # noqa: E402
+from solvers.hierarchy.odes import PrecisionLost, estimated_dps, integrate_problem  # noqa: E402
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""Benchmark: adaptive RKF7(8) (solvers.integrate) vs mpmath.odefun (Taylor) vs fixed-step RK4.
+"""Benchmark: adaptive RKF7(8) (solvers.integrators.rk78) vs mpmath.odefun (Taylor) vs fixed-step RK4.
 
 Problem: two coupled, damped oscillators, one of them a Duffing (cubic) spring, on t in [0, 2]:
 
@@ -28,8 +28,8 @@ import mpmath
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from solvers.integrate import fixed_step_rk4, integrate  # noqa: E402
-from solvers.numbers import context  # noqa: E402
+from solvers.integrators.rk78 import fixed_step_rk4, integrate  # noqa: E402
+from solvers.core.numbers import context  # noqa: E402
 
 T_END = 2
 Y0 = [1, 0, 0, 1]

@@ -7,7 +7,7 @@ spectrum β = 1 with L distinct eigenvalues, η = 1/10, the finite-N (N = 1024, 
 seed 0) initial condition — in the level basis at dps = estimated_dps(L, 8, "levels"),
 rtol 1e-11, α ∈ [0, alpha_max] (default 100: the object-array paths are slow).
 
-Paths (``solvers.odes.integrate_problem`` flags):
+Paths (``solvers.hierarchy.odes.integrate_problem`` flags):
 1. flint, arb_mat algebra, short row-independent scalars (the default);
 2. flint, arb_mat algebra, every scalar at full precision (``short_scalars=False``);
 3. flint, the generated module on numpy object arrays (``matrix_rhs=False``) — the
@@ -35,8 +35,8 @@ from machine_info import load_avg  # noqa: E402
 
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
-from solvers.odes import estimated_dps, integrate_problem  # noqa: E402
-from solvers.problem import Problem, random_init  # noqa: E402
+from solvers.hierarchy.odes import estimated_dps, integrate_problem  # noqa: E402
+from solvers.core.problem import Problem, random_init  # noqa: E402
 
 
 def make_problem(L):

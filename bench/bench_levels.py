@@ -47,11 +47,11 @@ from machine_info import cpu_name, load_avg  # noqa: E402
 
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
-from solvers.integrate import fixed_step_rk4  # noqa: E402
-from solvers.numbers import FlintContext, MpmathContext, to_mpf  # noqa: E402
-from solvers.odes import PrecisionLost, estimated_dps, integrate_problem  # noqa: E402
-from solvers.problem import Problem, random_init  # noqa: E402
-from solvers.registry import load  # noqa: E402
+from solvers.integrators.rk78 import fixed_step_rk4  # noqa: E402
+from solvers.core.numbers import FlintContext, MpmathContext, to_mpf  # noqa: E402
+from solvers.hierarchy.odes import PrecisionLost, estimated_dps, integrate_problem  # noqa: E402
+from solvers.core.problem import Problem, random_init  # noqa: E402
+from solvers.core.registry import load  # noqa: E402
 
 try:
     import heyoka as hy
@@ -332,7 +332,7 @@ def odefun_eval_cost(prob, dps, degree):
 def scipy_levels(prob, alphas, rtol=1e-13):
     """SciPy DOP853 on the numpy rhs_levels; returns (wall, eps at the α reached, message)."""
     from scipy.integrate import solve_ivp
-    from solvers.numbers import Float64Context
+    from solvers.core.numbers import Float64Context
     ctx = Float64Context()
     mod = load(prob.key, "numpy")
     with Timing() as tm:

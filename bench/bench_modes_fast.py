@@ -1,4 +1,4 @@
-"""Benchmark: the modes basis at scale in float64 -- RODAS4 (solvers.modes_fast) vs the RK7(8) path.
+"""Benchmark: the modes basis at scale in float64 -- RODAS4 (solvers.hierarchy.modes_fast) vs the RK7(8) path.
 
 Targets (erf, order 1):
   (a) K = M = 2, L = N = 1024, β = 1, η = 0.1, σ_J = 0.01, seed 0, α from 0 to 1e4, ≤ 10 s;
@@ -6,11 +6,11 @@ Targets (erf, order 1):
       β ∈ {1, 0.5, 1.5}, α from 0 to 5·10⁴, ≤ 5 minutes.
 
 The naive comparison is the existing RK7(8) float64 modes path of ``integrate_problem``
-(solvers.integrate.integrate on the generated module's ``rhs_modes``, rtol = 1e-12,
+(solvers.integrators.rk78.integrate on the generated module's ``rhs_modes``, rtol = 1e-12,
 atol = rtol/1e8).  For (a) it is run over the whole range, called through the same components
 because ``Problem.numeric`` overflows in float64 from L ≈ 256 on (ν_l = Σ λ^l is formed for
 l ≤ L).  For (b) printed modules are infeasible (K = M = 40), so the RK7(8) runs on the
-index-vectorised kernel in the overlap layout (solvers.modes_kernel.rhs, what a printed module
+index-vectorised kernel in the overlap layout (solvers.core.modes_kernel.rhs, what a printed module
 would compute) over short windows started from the fast solver's state; the measured cost per
 unit α is extrapolated to the full range (its step is stability-bound, so that cost is nearly
 constant in α).
@@ -37,13 +37,13 @@ from machine_info import load_avg
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
-from solvers import modes_fast as mf  # noqa: E402
-from solvers import modes_kernel as mk  # noqa: E402
-from solvers.integrate import integrate  # noqa: E402
-from solvers.numbers import Float64Context  # noqa: E402
-from solvers.odes import integrate_problem  # noqa: E402
-from solvers.problem import Problem, random_init  # noqa: E402
-from solvers.registry import load  # noqa: E402
+from solvers.hierarchy import modes_fast as mf  # noqa: E402
+from solvers.core import modes_kernel as mk  # noqa: E402
+from solvers.integrators.rk78 import integrate  # noqa: E402
+from solvers.core.numbers import Float64Context  # noqa: E402
+from solvers.hierarchy.odes import integrate_problem  # noqa: E402
+from solvers.core.problem import Problem, random_init  # noqa: E402
+from solvers.core.registry import load  # noqa: E402
 
 NAIVE_RTOL = 1e-12
 

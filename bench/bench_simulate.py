@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from solvers.simulate import naive_simulate, simulate, simulate_many  # noqa: E402
+from solvers.sim.simulate import naive_simulate, simulate, simulate_many  # noqa: E402
 
 CASES = [  # (N, K = M, numba steps, naive steps)
     (1024, 2, 400_000, 4_000),

@@ -41,11 +41,11 @@ from machine_info import cpu_name, load_avg  # noqa: E402
 
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
-from solvers.numbers import Float64Context, FlintContext, MpmathContext, to_mpf  # noqa: E402
-from solvers.odes import (PrecisionLost, agreement_digits, estimated_dps,  # noqa: E402
+from solvers.core.numbers import Float64Context, FlintContext, MpmathContext, to_mpf  # noqa: E402
+from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, estimated_dps,  # noqa: E402
                           integrate_problem, solve_auto)
-from solvers.problem import Problem, random_init  # noqa: E402
-from solvers.registry import load  # noqa: E402
+from solvers.core.problem import Problem, random_init  # noqa: E402
+from solvers.core.registry import load  # noqa: E402
 
 KEY = SystemKey("erf", 2, 2)
 GRID = [0, 1, 3, 10, 30, 100, 300, 1000]

@@ -1,5 +1,5 @@
 """Verification of the linear-activation theory at full size: the three exact routes
-(modes / companion / levels, solvers/linear.py) must agree to ≥ 30 significant digits for
+(modes / companion / levels, solvers/theory/linear.py) must agree to ≥ 30 significant digits for
 η ∈ {0.1, 0.5, 1}, β ∈ {0.3, 1, 1.5} at α = 2^j, j = -3..10 (σ_J = 0.1).
 
 Prints one Markdown row per (β, η) pair as soon as it is done: agreement digits of companion and
@@ -19,8 +19,8 @@ from fractions import Fraction
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from derive import spectra  # noqa: E402
-from solvers import linear as sl  # noqa: E402
-from solvers.odes import agreement_digits  # noqa: E402
+from solvers.theory import linear as sl  # noqa: E402
+from solvers.hierarchy.odes import agreement_digits  # noqa: E402
 
 ETAS = ["1/10", "1/2", "1"]
 BETAS = ["3/10", "1", "3/2"]

@@ -217,7 +217,7 @@ def render(key: SystemKey, target: str) -> str:
         e2 = eta**2 for the order-2 system, 0 for order 1.
         """
         ''')
-    ctx_note = "ctx: number context (solvers.numbers)" if target == "mpmath" else "ctx: unused (float64)"
+    ctx_note = "ctx: number context (solvers.core.numbers)" if target == "mpmath" else "ctx: unused (float64)"
     imports = "import numpy as np\n" if target == "mpmath" else "import numpy\nimport numpy as np\n"
     src = HEADER + doc + "\n" + imports + "\n" + textwrap.dedent(f"""\
         ACTIVATION = {key.activation!r}

@@ -11,7 +11,7 @@ any teacher whose levels come from eigen-components (Cayley-Hamilton), and the �
 2ε_g = D^(1) exactly.  (The paper writes T^(l) for ν_l in U; they agree on average.)
 
 The functions below are the *formulas*: they take sequences of numbers of any ring (SymPy
-symbols/Rationals for the proofs in this module, mpmath/arb numbers in ``solvers.linear``) and
+symbols/Rationals for the proofs in this module, mpmath/arb numbers in ``solvers.theory.linear``) and
 only add, multiply and divide them, so the same code is proved here and evaluated there.
 
 Conventions: c = (c_0..c_{L-1}) with Π_k(λ - λ_k) = Σ_j c_j λ^j, c_L = 1; nu = (ν_1..ν_L);

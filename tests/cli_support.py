@@ -1,7 +1,7 @@
 """Small helpers shared by the command-line tests."""
 import json
 
-from solvers import cli
+from solvers.app.cli import main as cli
 
 
 def write_spec(tmp_path, text, name="spec.toml"):

@@ -1,4 +1,4 @@
-"""The arb_mat form of the generated right-hand sides (solvers.arb_rhs) against the generated
+"""The arb_mat form of the generated right-hand sides (solvers.core.arb_rhs) against the generated
 modules' own numpy-object-array functions, and the integrator's arb_mat state space against
 its array state space."""
 from fractions import Fraction
@@ -7,11 +7,11 @@ import pytest
 
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
-from solvers.numbers import FlintContext
-from solvers.odes import agreement_digits, integrate_problem
-from solvers.problem import Problem, random_init
-from solvers.registry import load
+from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
+from solvers.core.numbers import FlintContext
+from solvers.hierarchy.odes import agreement_digits, integrate_problem
+from solvers.core.problem import Problem, random_init
+from solvers.core.registry import load
 
 DPS = 60
 
@@ -70,7 +70,7 @@ def test_short_row_independent_scalars_cost_no_digits():
     """Coefficients and RK scalars at short_dps (35 digits) vs everything at 80 digits, and a
     control run with *all* arithmetic at 36 digits.  Rounding common to every level row (the
     short scalars) is not amplified by the closure; rounding that differs between rows is."""
-    from solvers.odes import short_dps
+    from solvers.hierarchy.odes import short_dps
     prob = _problem(SystemKey("erf", 2, 2), 12, 1)
     grid = [0, 2, 10, 40]
     assert short_dps(1e-20, 80) == 35

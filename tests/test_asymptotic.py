@@ -7,7 +7,7 @@ import sympy as sp
 
 from derive import asymptotic as da
 from derive import spectra
-from solvers.asymptotic import Linearisation
+from solvers.theory.asymptotic import Linearisation
 
 
 def test_G_matches_paper_at_M2():

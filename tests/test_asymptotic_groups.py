@@ -10,7 +10,7 @@ import sympy as sp
 
 from derive import asymptotic as da
 from derive import spectra
-from solvers.asymptotic import group_counts, group_misses
+from solvers.theory.asymptotic import group_counts, group_misses
 
 x = sp.Symbol("x")
 Msym = sp.Symbol("M", positive=True, integer=True)

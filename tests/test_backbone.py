@@ -7,10 +7,10 @@ import pytest
 
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers.odes import (PrecisionLost, agreement_digits, check_float64_levels, estimated_dps,
+from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, estimated_dps,
                           integrate_problem, solve_auto)
-from solvers.problem import Problem, expected_init, explicit_init, random_init
-from solvers.simulate import simulate
+from solvers.core.problem import Problem, expected_init, explicit_init, random_init
+from solvers.sim.simulate import simulate
 
 
 def _figure1_like(L, seed=0):

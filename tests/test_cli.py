@@ -122,7 +122,7 @@ def test_regenerate_check_passes_via_cli(capsys):
 
 def test_regenerate_check_fails_via_cli_when_stale(tmp_path, capsys, monkeypatch):
     import shutil
-    from solvers import registry
+    from solvers.core import registry
     copy = tmp_path / "generated"
     shutil.copytree(registry.GENERATED_DIR, copy)
     (copy / "erf_K1_M1_mpmath.py").write_text("# stale\n")

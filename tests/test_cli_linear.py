@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from solvers.cli import main
+from solvers.app.cli.main import main
 
 BASE = """
 [model]

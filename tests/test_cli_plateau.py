@@ -8,11 +8,11 @@ import sympy as sp
 
 from derive import plateau as dp
 from derive import spectra
-from solvers.asymptotic import Linearisation, mode_states
-from solvers.plateau import SymmetricTeacher
-from solvers.problem import random_init
-from solvers.solve import problem_of
-from solvers.spec import load_spec
+from solvers.theory.asymptotic import Linearisation, mode_states
+from solvers.theory.plateau import SymmetricTeacher
+from solvers.core.problem import random_init
+from solvers.app.solve import problem_of
+from solvers.app.spec import load_spec
 from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
 
 BASE = """

@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from solvers.solve import problem_of
-from solvers.spec import load_spec
+from solvers.app.solve import problem_of
+from solvers.app.spec import load_spec
 from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
 
 SPEC = """

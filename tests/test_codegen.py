@@ -9,9 +9,9 @@ import sympy as sp
 
 from derive import codegen, spectra, systems
 from derive.hierarchy import Hierarchy, SystemKey
-from solvers import registry
-from solvers.numbers import FlintContext, Float64Context, MpmathContext, to_mpf
-from solvers.problem import Problem, random_init
+from solvers.core import registry
+from solvers.core.numbers import FlintContext, Float64Context, MpmathContext, to_mpf
+from solvers.core.problem import Problem, random_init
 
 DPS = 40
 TOL = mpmath.mpf(10) ** (-(DPS - 8))   # a few hundred roundings of O(1) terms, 8 digits spare

@@ -30,9 +30,9 @@ import sympy as sp
 from derive import asymptotic as da
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers import asymptotic as A
-from solvers.numbers import Float64Context
-from solvers.problem import InitialCondition, Problem, expected_init, random_init, unpack_state
+from solvers.theory import asymptotic as A
+from solvers.core.numbers import Float64Context
+from solvers.core.problem import InitialCondition, Problem, expected_init, random_init, unpack_state
 
 ETA = Fraction(1, 4)
 KEY = SystemKey("erf", 2, 2)
@@ -292,7 +292,7 @@ def test_float64_reference_is_accurate_where_used(generic):
     """RK7(8) in arb at 30 digits, rtol 1e-20, from the same float64 state at α_0 as the
     prediction: the float64 reference is good to 1e-5 relative where ε_g >= EPS_MIN (budget
     for a comparison at 1e-3: 1 %), and the second-order requirement holds against it."""
-    from solvers.odes import integrate_problem
+    from solvers.hierarchy.odes import integrate_problem
     al, st, e, S2 = generic["alpha"], generic["states"], generic["eps"], generic["S2"]
     tr = integrate_problem(_restart(generic["problem"], st[0]), list(al - al[0]),
                            basis="modes", arithmetic="flint", dps=30, rtol=1e-20)

@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 
 from derive import spectra
-from solvers import plateau as P
+from solvers.theory import plateau as P
 
 ETA = Fraction(1, 2)
 

@@ -1,4 +1,4 @@
-"""Feature scaling (paper §4.3, App. B.3): solvers/feature_scaling.py against independent routes.
+"""Feature scaling (paper §4.3, App. B.3): solvers/theory/feature_scaling.py against independent routes.
 
 Routes: the generated order-2 mode ODEs (all directions trainable), exact finite sums vs the
 Euler-Maclaurin forms, the exact second-moment fixed point, a least-squares Monte-Carlo of Eq. (86),
@@ -12,8 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from solvers import feature_scaling as fs
-from solvers.simulate import power_law_eigenvalues, simulate
+from solvers.theory import feature_scaling as fs
+from solvers.sim.simulate import power_law_eigenvalues, simulate
 
 
 def test_partial_blocks_match_direction_sum():
@@ -34,8 +34,8 @@ def test_masked_modes_all_trainable_matches_generated_odes():
     # The group ODE of the trainable part (finite eta, order 2) against the generated hierarchy.
     from derive import spectra
     from derive.hierarchy import SystemKey
-    from solvers.odes import integrate_problem
-    from solvers.problem import Problem, expected_init
+    from solvers.hierarchy.odes import integrate_problem
+    from solvers.core.problem import Problem, expected_init
     L, eta, sJ = 8, Fraction(1, 2), Fraction(1, 10)
     spectrum = spectra.power_law(L, 1)
     prob = Problem(SystemKey("linear", 1, 1), spectrum, eta, 2, expected_init(spectrum, 1, 1, sJ))
@@ -181,7 +181,7 @@ def test_eigenbasis_mask_project_simulator_matches_fixed_point():
 
 
 def _spec(tmp_path, linear: str, extra_data=""):
-    from solvers.spec import load_spec
+    from solvers.app.spec import load_spec
     p = tmp_path / "fs.toml"
     p.write_text(f"""
 [model]

@@ -7,9 +7,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from solvers import integrate as integ
-from solvers.integrate import IntegrationError, fixed_step_rk4, integrate
-from solvers.numbers import Float64Context, FlintContext, MpmathContext
+from solvers.integrators import rk78 as integ
+from solvers.integrators.rk78 import IntegrationError, fixed_step_rk4, integrate
+from solvers.core.numbers import Float64Context, FlintContext, MpmathContext
 
 # --- the tableau, exactly ---------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ import sympy as sp
 from derive import linear as dl
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers import linear as sl
-from solvers.odes import agreement_digits, integrate_problem
-from solvers.problem import Problem, expected_init
+from solvers.theory import linear as sl
+from solvers.hierarchy.odes import agreement_digits, integrate_problem
+from solvers.core.problem import Problem, expected_init
 
 ETAS = [Fraction(1, 10), Fraction(1, 2), Fraction(1)]
 BETAS = [Fraction(3, 10), Fraction(1), Fraction(3, 2)]

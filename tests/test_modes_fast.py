@@ -17,11 +17,11 @@ import pytest
 
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers import modes_fast as mf
-from solvers import modes_kernel as mk
-from solvers.odes import integrate_problem
-from solvers.problem import Problem, expected_init, random_init
-from solvers.registry import load
+from solvers.hierarchy import modes_fast as mf
+from solvers.core import modes_kernel as mk
+from solvers.hierarchy.odes import integrate_problem
+from solvers.core.problem import Problem, expected_init, random_init
+from solvers.core.registry import load
 
 
 def _random_state(rng, L, K, M, scale=0.3):
@@ -99,7 +99,7 @@ def test_factor_of_realisations(N, L, r_expected):
     K, M = 2, 3
     inp = mf.random_inputs(K, M, N, L=L, beta=1.0, eta=0.1, sigma_J=1e-6, seed=1)
     assert inp.r == r_expected                  # min(N/L, K + M)
-    from solvers.simulate import initial_mode_overlaps, power_law_eigenvalues
+    from solvers.sim.simulate import initial_mode_overlaps, power_law_eigenvalues
     m = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=1e-6, seed=1,
                               eigenvalues=power_law_eigenvalues(L, 1.0))
     R, Q, T = inp.overlaps()
@@ -259,7 +259,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="order"):
         mf.solve_modes_fast(inp, [0.0, 1.0], order=3)
     sp_ = spectra.power_law(4, 1)
-    from solvers.problem import explicit_init
+    from solvers.core.problem import explicit_init
     levels = explicit_init("levels", np.zeros((4, 1, 1)), np.zeros((4, 1, 1)), np.ones((5, 1, 1)))
     with pytest.raises(ValueError, match="modes basis"):
         mf.inputs_from_problem(Problem(SystemKey("erf", 1, 1), sp_, Fraction(1, 10), 1, levels))

@@ -2,7 +2,7 @@
 K = M = 40.  Correctness only (timings: bench/bench_modes_fast.py)."""
 import numpy as np
 
-from solvers import modes_fast as mf
+from solvers.hierarchy import modes_fast as mf
 
 
 def test_L4096_converges_in_rtol():
@@ -43,8 +43,8 @@ def test_rk78_modes_path_beyond_float64_level_range():
 
     from derive import spectra
     from derive.hierarchy import SystemKey
-    from solvers.odes import integrate_problem
-    from solvers.problem import Problem, expected_init
+    from solvers.hierarchy.odes import integrate_problem
+    from solvers.core.problem import Problem, expected_init
 
     s = spectra.power_law(300, 1)
     prob = Problem(SystemKey("erf", 2, 2), s, Fraction(1, 10), 1,

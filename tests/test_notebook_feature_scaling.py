@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from solvers.feature_scaling import fit_exponent
+from solvers.theory.feature_scaling import fit_exponent
 
 from test_notebooks import _check_kernel_environment, _execute
 

@@ -13,8 +13,8 @@ import sympy as sp
 
 from derive import plateau as dp
 from derive import spectra
-from solvers import plateau as P
-from solvers.numbers import MpmathContext
+from solvers.theory import plateau as P
+from solvers.core.numbers import MpmathContext
 
 
 def _teacher(L, seed):
@@ -140,8 +140,8 @@ def test_per_row_plateau_random_teacher(L):
     of a random realisation sits on its plateau; the per-row formula approximates it and
     captures the row-dependence that the symmetrised teacher misses."""
     from derive.hierarchy import SystemKey
-    from solvers.asymptotic import mode_states
-    from solvers.problem import Problem, random_init
+    from solvers.theory.asymptotic import mode_states
+    from solvers.core.problem import Problem, random_init
     spec = spectra.power_law(L, 1)
     eta = Fraction(1, 10)
     # σ_J = 1e-3: a small initial symmetry breaking gives a long plateau (at L = 4 with

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from scipy.stats import ortho_group
 
-from solvers import realdata as rd
+from solvers.theory import realdata as rd
 
 
 def _power_law_data(n, N, beta, seed):

@@ -15,9 +15,9 @@ import pytest
 
 from derive import spectra
 from derive.hierarchy import SystemKey
-from solvers.odes import integrate_problem
-from solvers.problem import Problem, explicit_init
-from solvers.simulate import simulate
+from solvers.hierarchy.odes import integrate_problem
+from solvers.core.problem import Problem, explicit_init
+from solvers.sim.simulate import simulate
 
 SEEDS = range(12)
 ETA = Fraction(1, 2)

@@ -1,4 +1,4 @@
-"""Tests of the finite-N SGD simulator (solvers/simulate.py).
+"""Tests of the finite-N SGD simulator (solvers/sim/simulate.py).
 
 K = 2 exercises the row-layout kernel and K = 8 the fused column-layout kernel
 (see simulate._COLUMN_KERNEL_MIN_K); both must satisfy every contract.
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-import solvers.simulate as sim
-from solvers.simulate import (
+import solvers.sim.simulate as sim
+from solvers.sim.simulate import (
     eps_g_from_order_parameters,
     naive_simulate,
     power_law_eigenvalues,

@@ -1,11 +1,11 @@
-"""Tests for solvers/spec.py: loading and validating the TOML spec file."""
+"""Tests for solvers/app/spec.py: loading and validating the TOML spec file."""
 from __future__ import annotations
 
 from fractions import Fraction
 
 import pytest
 
-from solvers.spec import (DataSpec, InitSpec, ModelSpec, SolveSpec, Spec, SpecError,
+from solvers.app.spec import (DataSpec, InitSpec, ModelSpec, SolveSpec, Spec, SpecError,
                           TrainingSpec, load_spec, parse_spec, spec_to_dict)
 
 SECTIONS = {

@@ -3,7 +3,9 @@
 import numpy as np
 import pytest
 
-from solvers import cli, sweep
+from solvers.app.cli import main as cli
+
+from solvers.app import sweep
 
 xr = pytest.importorskip("xarray")
 

@@ -19,7 +19,7 @@ import numpy as np
 from derive import spectra
 from derive.hierarchy import SystemKey
 
-from .numbers import Float64Context, to_mpf
+from solvers.core.numbers import Float64Context, to_mpf
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def random_init(K, M, N, spectrum, sigma_J, seed, rotate=False) -> InitialCondit
     J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) (optionally rotated by a Haar W); the float64 overlaps
     are exact binary fractions and are taken as exact from here on.
     """
-    from .simulate import initial_mode_overlaps
+    from solvers.sim.simulate import initial_mode_overlaps
     lam = [float(v) for v in spectrum.eigenvalues]
     modes = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=float(sigma_J), seed=seed,
                                   eigenvalues=lam, rotate=rotate)

@@ -1,7 +1,7 @@
 """Integrate the generated order-parameter ODEs in either basis, at any precision.
 
 * ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
-  of :mod:`solvers.integrate`: object arrays of python-flint arb (default) or mpmath mpf, or
+  of :mod:`solvers.integrators.rk78`: object arrays of python-flint arb (default) or mpmath mpf, or
   float64 arrays; SciPy's DOP853 is available for comparison.
 * ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
   tolerance) agree on ε_g to the requested number of significant digits.
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import mpmath
 import numpy as np
 
-from .arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
-from .integrate import IntegrationError, integrate
-from .numbers import Float64Context, context, to_mpf
-from .problem import Problem, unpack_state
-from .registry import load
+from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
+from solvers.integrators.rk78 import IntegrationError, integrate
+from solvers.core.numbers import Float64Context, context, to_mpf
+from solvers.core.problem import Problem, unpack_state
+from solvers.core.registry import load
 
 
 class PrecisionLost(RuntimeError):
@@ -75,10 +75,10 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     SciPy's DOP853, kept as the comparison (modes basis, L = 64, α ≤ 1000: DOP853 at its tightest
     rtol 1e-13 reaches 1.5e-9 on ε_g, RK7(8) at rtol 1e-14 reaches 7e-13; BENCHMARKS.md).
     A float64 level-basis run is returned as computed: callers check it with
-    ``check_float64_levels`` (``solvers.solve.run`` does).
+    ``check_float64_levels`` (``solvers.app.solve.run`` does).
 
     With flint, ``matrix_rhs`` (default) runs the system as arb_mat algebra
-    (:mod:`solvers.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
+    (:mod:`solvers.core.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
     ``short_dps(rtol, dps)`` digits; both off = the generated module on object arrays, the
     reference the fast path is tested against (BENCHMARKS.md has the speed-ups).
     """
@@ -105,7 +105,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         shape = y0.shape
         short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
         if arithmetic == "flint" and matrix_rhs:
-            # the generated system as arb_mat algebra (solvers.arb_rhs): same numbers, the
+            # the generated system as arb_mat algebra (solvers.core.arb_rhs): same numbers, the
             # O(L) work in C instead of numpy's object loops
             fun = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
             start, unpack = to_arb_mat(y0), from_arb_mat

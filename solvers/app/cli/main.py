@@ -1,45 +1,23 @@
-"""Command line: ``scaling-odes solve | demo | regenerate`` and the subcommands of plugins.
+"""Command line: ``scaling-odes solve | demo | regenerate`` and the subcommands of ``solvers/app/cli/``.
 
 Every failure the user can cause ends in one line on stderr and exit status 2; never a traceback.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 
-class CliError(Exception):
-    pass
-
-
-def progress_bar(total: float, desc: str):
-    """A tqdm bar over α and the callback that advances it to a given α."""
-    from tqdm import tqdm
-    bar = tqdm(total=total, desc=desc, unit="α", disable=None, leave=False)
-    state = {"t": 0.0}
-
-    def tick(t):
-        t = float(t)
-        if t > state["t"]:
-            bar.update(t - state["t"])
-            state["t"] = t
-    return bar, tick
-
-
-def emit(result: dict, args) -> None:
-    """Write a JSON result: ``-o FILE`` and/or ``--json`` (stdout); stdout when neither."""
-    text = json.dumps(result, indent=None if args.json else 1)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    if args.json or not args.output:
-        sys.stdout.write(text + "\n")
+from solvers.app.cli import linear as cli_linear
+from solvers.app.cli import plateau as cli_plateau
+from solvers.app.cli import simulate as cli_simulate
+from solvers.app.cli.common import CliError, emit, progress_bar
 
 
 def cmd_solve(args) -> int:
-    from .solve import solve_spec
-    from .spec import load_spec
+    from solvers.app.solve import solve_spec
+    from solvers.app.spec import load_spec
     spec = load_spec(args.spec)
     grid = spec.solve.alpha_grid()
     bar, tick = progress_bar(grid[-1], "solve")
@@ -52,7 +30,7 @@ def cmd_solve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import run_demo
+    from solvers.app.demo import run_demo
     res = run_demo(Path(args.out), alpha_max=args.alpha_max)
     print(f"wrote {res['png']} and {res['csv']}")
     for L, length in res["plateau_length"].items():
@@ -61,7 +39,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_regenerate(args) -> int:
-    from .registry import regenerate
+    from solvers.core.registry import regenerate
     differing = regenerate(check=args.check)
     if args.check:
         if differing:
@@ -88,33 +66,17 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("regenerate", help="rewrite the generated solver modules")
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
-    for name in PLUGINS:
-        _register_plugin(sub, name)
+    for module in (cli_linear, cli_plateau, cli_simulate):
+        module.register(sub)
     return p
-
-
-# Later capabilities add subcommands from their own modules: ``solvers/cli_<name>.py`` defines
-# ``register(subparsers)`` and sets ``func`` on its parsers, in the style of the ones above.
-PLUGINS = ("linear", "plateau", "simulate")
-
-
-def _register_plugin(sub, name: str) -> None:
-    import importlib
-    try:
-        module = importlib.import_module(f"solvers.cli_{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"solvers.cli_{name}":
-            raise
-        return
-    module.register(sub)
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .integrate import IntegrationError
-    from .odes import PrecisionLost
-    from .spec import SpecError
+    from solvers.integrators.rk78 import IntegrationError
+    from solvers.hierarchy.odes import PrecisionLost
+    from solvers.app.spec import SpecError
     try:
         return args.func(args)
     except (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError) as exc:

@@ -1,6 +1,6 @@
 """Adaptive explicit Runge–Kutta integration at any precision.
 
-The integrator is written once against a number context (:mod:`solvers.numbers`), so the same
+The integrator is written once against a number context (:mod:`solvers.core.numbers`), so the same
 code runs on float64 arrays, object arrays of mpmath ``mpf`` and object arrays of flint ``arb``.
 
 Method: Fehlberg's embedded 13-stage Runge–Kutta pair of orders 7 and 8 ("RKF7(8)"),

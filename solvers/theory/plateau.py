@@ -20,8 +20,8 @@ import numpy as np
 
 from derive.hierarchy import SystemKey
 
-from .numbers import MpmathContext, to_mpf
-from .registry import load
+from solvers.core.numbers import MpmathContext, to_mpf
+from solvers.core.registry import load
 
 
 @dataclass(frozen=True)
@@ -273,13 +273,13 @@ def _fraction(x) -> Fraction:
 
 def perturbed_problem(fp: FixedPoint, spectrum, eta, order: int, direction: str,
                       amplitude: float, seed: int = 0):
-    """A :class:`solvers.problem.Problem` started at the plateau plus a small perturbation.
+    """A :class:`solvers.core.problem.Problem` started at the plateau plus a small perturbation.
 
     ``direction = "specialisation"``: δR_k,in = amplitude · w_k (δ_in - (1-δ_in)/(M-1)), δQ = 0
     (the invariant escape subspace).  ``direction = "generic"``: every R_k,in and Q_k,ij of every
     mode gets an independent N(0, amplitude² w_k²) shift (seeded), Q kept symmetric.
     """
-    from .problem import Problem, explicit_init
+    from solvers.core.problem import Problem, explicit_init
     M, L = fp.M, spectrum.L
     n_r = M * M
     iq = [(i, j) for i in range(M) for j in range(i, M)]
@@ -356,7 +356,7 @@ def measured_escape(fp: FixedPoint, spectrum, eta, order: int = 1, *,
     η = 1/2); the lower edge 1e-10 ε_g* keeps it out of the fit.
     Returns dict(alpha, rho, eps, eps_star, rate_rho, rate_eps).
     """
-    from .odes import integrate_problem
+    from solvers.hierarchy.odes import integrate_problem
     if alpha_max is None:
         rate = escape_rate(fp)
         alpha_max = np.log(window[1] / amplitude * 10) / rate

@@ -19,11 +19,11 @@ import numpy as np
 from derive import spectra
 from derive.hierarchy import SystemKey
 
-from . import __version__
-from .odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
+from solvers import __version__
+from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
                    integrate_problem, solve_auto)
-from .problem import Problem, expected_init, explicit_init, random_init
-from .spec import Spec
+from solvers.core.problem import Problem, expected_init, explicit_init, random_init
+from solvers.app.spec import Spec
 
 # float64 runs are checked by a second run at 100x tighter tolerance; below rtol ~ 1e-15 the
 # rounding of float64 itself dominates, so the first run sits at 1e-13 (~9 digits of eps_g).

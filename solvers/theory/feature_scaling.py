@@ -446,7 +446,7 @@ def feature_scaling_result(spec, progress=None) -> dict:
     m, d, tr = spec.model, spec.data, spec.training
     if m.activation != "linear" or m.K != 1 or m.M != 1:
         raise ValueError("feature scaling needs [model] activation = \"linear\", K = 1, M = 1")
-    from .solve import spectrum_of
+    from solvers.app.solve import spectrum_of
     spectrum = spectrum_of(spec)
     lam = np.array([float(v) for v in spectrum.eigenvalues])
     L = lam.size
@@ -517,7 +517,7 @@ def _simulate_asymptotes(lam, N, N_ls, eta, sigma_J, rotated, untr, n_seeds, see
                 a, e, _, _ = simulate_rotated_mask(lam, N, N_l, eta, sigma_J, amax, seed + r,
                                                 rotated=True, untrainable=untr)
             else:
-                from .simulate import simulate
+                from solvers.sim.simulate import simulate
                 grid = np.linspace(burn, amax, 64)
                 res = simulate(activation="linear", K=1, M=1, N=N, eta=eta, sigma_J=sigma_J,
                                seed=seed + r, alphas=grid, eigenvalues=lam, n_trainable=N_l,

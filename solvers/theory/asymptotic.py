@@ -19,10 +19,10 @@ import numpy as np
 
 from derive.hierarchy import SystemKey
 
-from .numbers import MpmathContext, to_mpf
-from .odes import integrate_problem
-from .plateau import _numbers, ansatz_basis, restrict
-from .registry import load
+from solvers.core.numbers import MpmathContext, to_mpf
+from solvers.hierarchy.odes import integrate_problem
+from solvers.theory.plateau import _numbers, ansatz_basis, restrict
+from solvers.core.registry import load
 
 
 def perfect_point(M, w, ctx):
@@ -172,7 +172,7 @@ class FullLinearisation:
 
     def __init__(self, problem, perm):
         from scipy.linalg import expm  # noqa: F401  (fail early if SciPy is missing)
-        from .numbers import Float64Context
+        from solvers.core.numbers import Float64Context
         K, M = problem.key.K, problem.key.M
         if K != M:
             raise ValueError(f"perfect learning needs K = M, got K = {K}, M = {M}")
@@ -252,7 +252,7 @@ def perfect_jacobian_float(M, spectrum, eta):
     """float64 (J, λ, residual): Jacobian of the generated modes system (order 1) at perfect
     learning R_k = Q_k = T_k = w_k δ of the expected teacher (T_1 = Σ w_k λ_k)."""
     mod = load(SystemKey("erf", M, M), "numpy")
-    from .numbers import Float64Context
+    from solvers.core.numbers import Float64Context
     ctx = Float64Context()
     lam = np.array([float(x) for x in spectrum.eigenvalues])
     w = np.array([float(x) for x in spectrum.weights])
@@ -358,7 +358,7 @@ def symmetric_projection(y_modes, perm):
     on the invariant subspace of the reduced (r, s, q, c) system of Eq. (118): the dynamics
     keeps it, and Eq. (122) describes it."""
     from itertools import permutations
-    from .problem import unpack_state, _pack_state
+    from solvers.core.problem import unpack_state, _pack_state
     y = np.asarray(y_modes, dtype=float)
     L = y.shape[0]
     M = len(perm)

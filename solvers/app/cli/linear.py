@@ -6,7 +6,7 @@ refused rather than silently mapped), ``[training] init = "expected"`` or ``"ran
 curve is the average over teacher and initial student either way; ``sigma_J`` enters as
 1 + σ_J²; ``explicit`` initial conditions are refused) and an optional section
 
-    [linear]  route = "modes"      # "modes" | "companion" | "levels" (see solvers/linear.py)
+    [linear]  route = "modes"      # "modes" | "companion" | "levels" (see solvers/theory/linear.py)
 
 ``[solve] basis`` is not used here (``route`` chooses); ``dps`` = "auto" raises the precision
 until two runs agree on ``digits``; an integer dps is checked the same way and refused when too
@@ -25,7 +25,7 @@ _LINEAR_KEYS = ("route",)
 
 
 def _load(path):
-    from .spec import SpecError, load_spec
+    from solvers.app.spec import SpecError, load_spec
     spec = load_spec(path, extra_sections=("linear",))
     name = spec.path
     m, t = spec.model, spec.training
@@ -50,9 +50,9 @@ def _load(path):
 
 
 def curve_result(spec, route: str, progress=None) -> dict:
-    from . import __version__
-    from .linear import exact_curve, modes_solution
-    from .solve import spectrum_of
+    from solvers import __version__
+    from solvers.theory.linear import exact_curve, modes_solution
+    from solvers.app.solve import spectrum_of
     spectrum = spectrum_of(spec)
     s, t = spec.solve, spec.training
     alphas = s.alpha_grid()
@@ -85,8 +85,8 @@ def curve_result(spec, route: str, progress=None) -> dict:
 
 
 def window_result_of(spec) -> dict:
-    from .linear import modes_solution, window_result
-    from .solve import spectrum_of
+    from solvers.theory.linear import modes_solution, window_result
+    from solvers.app.solve import spectrum_of
     d, t = spec.data, spec.training
     if d.beta is None:
         raise ValueError("the power-law window needs [data] L and beta (not an eigenvalue list)")
@@ -104,24 +104,24 @@ def window_result_of(spec) -> dict:
 
 
 def cmd_curve(args) -> int:
-    from .cli import emit
+    from solvers.app.cli.common import emit
     spec, route = _load(args.spec)
     emit(curve_result(spec, route), args)
     return 0
 
 
 def cmd_window(args) -> int:
-    from .cli import emit
+    from solvers.app.cli.common import emit
     spec, _ = _load(args.spec)
     emit(window_result_of(spec), args)
     return 0
 
 
 def cmd_feature_scaling(args) -> int:
-    from .cli import emit
+    from solvers.app.cli.common import emit
     spec, _ = _load(args.spec)
     try:
-        from .feature_scaling import feature_scaling_result
+        from solvers.theory.feature_scaling import feature_scaling_result
     except ImportError:
         raise ValueError("feature scaling is not available yet") from None
     emit(feature_scaling_result(spec), args)

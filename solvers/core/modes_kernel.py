@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problem import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
+from solvers.core.problem import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
 
 TWO_OVER_PI = 2.0 / np.pi
 ACTIVATIONS = ("erf", "linear")

@@ -40,7 +40,7 @@ def from_arb_mat(m) -> np.ndarray:
 
 
 class ArbMatRHS:
-    """``fun(t, Y)`` of the generated system for ``solvers.integrate`` on arb_mat states.
+    """``fun(t, Y)`` of the generated system for ``solvers.integrators.rk78`` on arb_mat states.
 
     Build it inside the flint context whose precision the run uses; ``y0`` is the initial
     state as an arb_mat.  ``num`` is the NumericProblem at that context.

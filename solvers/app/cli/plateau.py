@@ -48,12 +48,12 @@ def register(sub) -> None:
 # -- shared -----------------------------------------------------------------------------------
 
 def _load(path):
-    from .spec import load_spec
+    from solvers.app.spec import load_spec
     return load_spec(path, extra_sections=("plateau", "asymptotic"))
 
 
 def _section(spec, name, allowed):
-    from .spec import SpecError
+    from solvers.app.spec import SpecError
     sec = dict(spec.extra.get(name, {}))
     unknown = sorted(set(sec) - allowed)
     if unknown:
@@ -63,7 +63,7 @@ def _section(spec, name, allowed):
 
 
 def _number(spec, name, key, value, *, integer=False, minimum=None):
-    from .spec import SpecError
+    from solvers.app.spec import SpecError
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not math.isfinite(value) or \
             (minimum is not None and value < minimum):
@@ -88,8 +88,8 @@ def _check_model(spec):
 def teacher_matrices(problem, dps=30):
     """(L, M, M) exact Fractions of the problem's teacher modes (binary values of the
     working-precision conversion when the spec gives levels)."""
-    from .numbers import MpmathContext
-    from .plateau import _fraction
+    from solvers.core.numbers import MpmathContext
+    from solvers.theory.plateau import _fraction
     init = problem.init
     M = problem.key.M
     if init.basis == "modes":
@@ -118,9 +118,9 @@ def _level1(states, lam, M):
 # -- plateau ----------------------------------------------------------------------------------
 
 def plateau_result(spec) -> dict:
-    from .plateau import (SymmetricTeacher, analytic_escape, escape_rate, plateau_fixed_point,
+    from solvers.theory.plateau import (SymmetricTeacher, analytic_escape, escape_rate, plateau_fixed_point,
                           plateau_height, to_float)
-    from .solve import problem_of
+    from solvers.app.solve import problem_of
     _check_model(spec)
     sec = _section(spec, "plateau", PLATEAU_KEYS)
     dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15)
@@ -137,7 +137,7 @@ def plateau_result(spec) -> dict:
     fp = plateau_fixed_point(M, problem.spectrum, teacher, problem.eta, problem.order, dps=dps)
     lam_esc = to_float(analytic_escape(fp, teacher))
     f = lambda a: np.array([[to_float(x) for x in row] for row in a])  # noqa: E731
-    from .problem import unpack_state
+    from solvers.core.problem import unpack_state
     Rl, Ql = unpack_state(f(fp.y_levels), M, M)
     Rm, Qm = unpack_state(f(fp.y_modes), M, M)
     R1, Q1 = to_float(fp.R1), to_float(fp.Q1)
@@ -179,8 +179,8 @@ def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=
     α_0 defaults to the first grid point with |ε_g - ε*| <= 5 % ε*.  Returns {} plus a note
     when the trajectory is not on the way to the plateau.
     """
-    from .asymptotic import mode_states
-    from .plateau import specialisation_component
+    from solvers.theory.asymptotic import mode_states
+    from solvers.theory.plateau import specialisation_component
     M = spec.model.M
     grid = _grid(spec)
     tau = 1.0 / rate
@@ -226,15 +226,15 @@ def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=
 
 
 def _f64():
-    from .numbers import Float64Context
+    from solvers.core.numbers import Float64Context
     return Float64Context()
 
 
 # -- asymptotic -------------------------------------------------------------------------------
 
 def asymptotic_result(spec) -> dict:
-    from .asymptotic import FullLinearisation, matched_permutation, mode_states
-    from .solve import problem_of
+    from solvers.theory.asymptotic import FullLinearisation, matched_permutation, mode_states
+    from solvers.app.solve import problem_of
     _check_model(spec)
     sec = _section(spec, "asymptotic", ASYMPTOTIC_KEYS)
     problem = problem_of(spec)
@@ -274,14 +274,14 @@ def _command(result_of):
 
 
 def _meta(spec, started):
-    from . import __version__
+    from solvers import __version__
     return {"version": __version__, "K": spec.model.K, "M": spec.model.M, "L": spec.data.L,
             "eta": float(spec.training.eta), "order": spec.training.order,
             "teacher": spec.training.init, "wall_s": time.perf_counter() - started}
 
 
 def _emit(out, args):
-    from .cli import emit
+    from solvers.app.cli.common import emit
     _check_finite(out)
     emit(out, args)
 

@@ -1,6 +1,6 @@
 """``scaling-odes simulate SPEC.toml`` and ``scaling-odes sweep SWEEP.toml``.
 
-``simulate`` runs finite-N online SGD (``solvers.simulate``) for the model, data and training of
+``simulate`` runs finite-N online SGD (``solvers.sim.simulate``) for the model, data and training of
 a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Optional section:
 
     [simulate]
@@ -21,7 +21,7 @@ Output (JSON), for the first seed:
           ``[init.modes]`` with ``training.init = "explicit"`` they reproduce the state exactly
           at any precision (a TOML float would be read through its shortest repr, which is a
           different rational number).  ``solve`` with init = "random" and the same seed starts
-          from the same realisation anyway (``solvers.problem.random_init``).
+          from the same realisation anyway (``solvers.core.problem.random_init``).
     meta  {steps_per_second, seed, N, ...}
 With several seeds, ``ensemble`` adds eps_g_mean, eps_g_std and the per-seed runs.
 """
@@ -33,7 +33,7 @@ from decimal import Decimal
 
 import numpy as np
 
-from .spec import SpecError, load_spec
+from solvers.app.spec import SpecError, load_spec
 
 SIMULATE_KEYS = ("seeds", "n_jobs", "n_trainable", "untrainable", "eps_holdout")
 
@@ -76,12 +76,12 @@ def simulate_options(spec) -> dict:
 
 def eigenvalues_of(spec) -> list[float]:
     """The spectrum the ODEs use (``solve.spectrum_of``), descending, rounded to float64."""
-    from .solve import spectrum_of
+    from solvers.app.solve import spectrum_of
     return [float(v) for v in spectrum_of(spec).eigenvalues]
 
 
 def simulate_kwargs(spec, options: dict) -> dict:
-    """Arguments of ``solvers.simulate.simulate`` (all but seed) for a spec."""
+    """Arguments of ``solvers.sim.simulate.simulate`` (all but seed) for a spec."""
     m, d, t = spec.model, spec.data, spec.training
     return dict(activation=m.activation, K=m.K, M=m.M, N=d.N, eta=float(t.eta),
                 sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
@@ -108,7 +108,7 @@ def _finite_list(a, what):
 
 def result_to_json(res, wall_s: float | None = None) -> dict:
     """One SimulationResult as the JSON contract of ``simulate``."""
-    from . import __version__
+    from solvers import __version__
     cfg = res.config
     out = {
         "alpha": _finite_list(res.alpha, "alpha"),
@@ -135,7 +135,7 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
 
 def simulate_spec(spec, progress: bool = False) -> dict:
     """Run the simulation(s) a spec describes; returns the JSON-ready result."""
-    from .simulate import simulate, simulate_many
+    from solvers.sim.simulate import simulate, simulate_many
     options = simulate_options(spec)
     kw = simulate_kwargs(spec, options)
     seeds = options["seeds"]
@@ -158,7 +158,7 @@ def simulate_spec(spec, progress: bool = False) -> dict:
 # ---- subcommands -------------------------------------------------------------------------
 
 def cmd_simulate(args) -> int:
-    from .cli import emit
+    from solvers.app.cli.common import emit
     spec = load_spec(args.spec, extra_sections=("simulate", "sweep"))
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     emit(simulate_spec(spec, progress=progress), args)
@@ -166,7 +166,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from .sweep import run_sweep
+    from solvers.app.sweep import run_sweep
     stats = run_sweep(args.sweep, out=args.out, scheduler=args.scheduler, n_jobs=args.n_jobs,
                       max_cells=args.max_cells, progress=args.progress)
     print(f"{stats['computed']} cell(s) computed, {stats['skipped']} already done, "

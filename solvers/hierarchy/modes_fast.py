@@ -1,11 +1,11 @@
 """The modes basis at scale: a stiff float64 solver with no printed modules (any K, M, L).
 
-Why a new solver.  In the modes basis every mode k obeys (solvers/modes_kernel.py)
+Why a new solver.  In the modes basis every mode k obeys (solvers/core/modes_kernel.py)
 
     dΩ_k/dα = λ_k (G Ω_k + Ω_k Gᵀ) (+ e2 λ_k w_k F),   G = [[P, S], [0, 0]],
 
 with P, S (and F) functions of the level-1 overlaps v1 = Σ_k λ_k Ω_k only.  The fastest rate is
-≈ λ_1 |P| and λ_1 ∝ L, so the explicit RK7(8) of ``solvers.odes`` is stability-bound (its step
+≈ λ_1 |P| and λ_1 ∝ L, so the explicit RK7(8) of ``solvers.hierarchy.odes`` is stability-bound (its step
 is ~1/(λ_1 |P|) for the whole run).  Freezing G and propagating each mode exactly is not
 enough either: the modes are coupled through v1 with a strength of the same order as the
 stiffness (it scales like the level-2 overlaps), and an exponential integrator that treats the
@@ -51,9 +51,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import modes_kernel as mk
-from .integrate import IntegrationError
-from .odes import Trajectory
+from solvers.core import modes_kernel as mk
+from solvers.integrators.rk78 import IntegrationError
+from solvers.hierarchy.odes import Trajectory
 
 __all__ = ["ModesInputs", "factor_overlaps", "inputs_from_overlaps", "inputs_from_problem",
            "random_inputs", "expected_inputs", "solve_modes_fast", "IntegrationError"]
@@ -226,7 +226,7 @@ def inputs_from_overlaps(lam, R, Q, T, *, eta, order=1, w=None, activation="erf"
 
 
 def inputs_from_problem(problem) -> ModesInputs:
-    """Inputs from a :class:`solvers.problem.Problem` without ``problem.numeric``.
+    """Inputs from a :class:`solvers.core.problem.Problem` without ``problem.numeric``.
 
     (``numeric`` builds the level-basis quantities too; in float64 they overflow from L ≈ 256
     on.)  Eigenvalues and weights are rounded once from their exact values; the initial
@@ -246,7 +246,7 @@ def inputs_from_problem(problem) -> ModesInputs:
 
 
 def _eigenvalues(L, beta, eigenvalues):
-    from .simulate import power_law_eigenvalues
+    from solvers.sim.simulate import power_law_eigenvalues
     if eigenvalues is not None:
         if L is not None or beta is not None:
             raise ValueError("give either L and beta (power law) or eigenvalues, not both")
@@ -264,9 +264,9 @@ def random_inputs(K, M, N, *, eta, sigma_J, seed, L=None, beta=None, eigenvalues
     """The finite-N realisation that ``simulate`` / ``random_init`` use for this seed (no SymPy).
 
     Power-law eigenvalues in float64 (mean 1), the initial mode overlaps of
-    ``solvers.simulate.initial_mode_overlaps``, factored (rank N/L when N/L < K + M).
+    ``solvers.sim.simulate.initial_mode_overlaps``, factored (rank N/L when N/L < K + M).
     """
-    from .simulate import initial_mode_overlaps
+    from solvers.sim.simulate import initial_mode_overlaps
     lam = _eigenvalues(L, beta, eigenvalues)
     m = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=sigma_J, seed=seed, eigenvalues=lam)
     inp = inputs_from_overlaps(lam, m["R"], m["Q"], m["T"], eta=eta, order=order,
@@ -706,7 +706,7 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                      method: str = "rodas4") -> Trajectory:
     """Integrate the modes basis in float64; returns ``integrate_problem``'s Trajectory.
 
-    problem_or_inputs: a :class:`solvers.problem.Problem` (modes-basis initial condition) or
+    problem_or_inputs: a :class:`solvers.core.problem.Problem` (modes-basis initial condition) or
     :class:`ModesInputs` (``random_inputs``, ``expected_inputs``, ``inputs_from_overlaps``).
     alphas: output times, strictly increasing; the initial condition is at alphas[0].
     rtol: relative tolerance on the student factor J (≈ √Q).  Measured (bench/bench_modes_fast.py)
@@ -719,7 +719,7 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     threads: BLAS threads (the work is many small matrix products: 1 is fastest on a shared
     machine; None leaves the BLAS setting alone).  fixed_step: constant step, no error control
     (order tests).
-    method: "rodas4" (stiff, the default) or "rk78": the explicit RK7(8) of solvers.integrate on
+    method: "rodas4" (stiff, the default) or "rk78": the explicit RK7(8) of solvers.integrators.rk78 on
     the same factored right-hand side, whose step is bounded by stability (~λ_1 |P| sets it).
     Measured (bench/bench_modes_fast.py, rtol 1e-8): K = M = 2, L = 1024, η = 0.1: RODAS4
     0.8 s, rk78 10.4 s (ε_g to 2e-8 and 3e-10); K = M = 40, L = 512, η = 0.01 (mildly stiff):
@@ -751,8 +751,8 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
             ys = _integrate(system, alphas, system.initial_state(), rtol=rtol, atol=atol, h0=h0,
                             max_steps=max_steps, progress=progress, fixed_h=fixed_step)
         else:
-            from .integrate import integrate
-            from .numbers import Float64Context
+            from solvers.integrators.rk78 import integrate
+            from solvers.core.numbers import Float64Context
             counts = {}
             ys = integrate(lambda t, y: system.f(y)[0], alphas, system.initial_state(),
                            ctx=Float64Context(), rtol=rtol, atol=atol, h0=h0,

@@ -36,7 +36,7 @@ import numpy as np
 from derive import linear as dl
 from derive.spectra import Spectrum
 
-from .odes import PrecisionLost, agreement_digits
+from solvers.hierarchy.odes import PrecisionLost, agreement_digits
 
 ROUTES = ("modes", "companion", "levels")
 
@@ -354,7 +354,7 @@ def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int)
     """
     import flint
     from flint import arb, arb_mat
-    from .numbers import FlintContext
+    from solvers.core.numbers import FlintContext
     eta_f = Fraction(eta)
     alphas = list(alphas)
     out = []

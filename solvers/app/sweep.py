@@ -58,7 +58,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .spec import SpecError, load_spec, parse_spec, spec_to_dict
+from solvers.app.spec import SpecError, load_spec, parse_spec, spec_to_dict
 
 AXES = {  # axis -> spec section it overrides
     "seed": "training", "L": "data", "beta": "data", "M": "model", "K": "model",
@@ -142,7 +142,7 @@ class Plan:
             try:
                 spec = parse_spec(doc, name=cell_name, extra_sections=("simulate",))
                 if "simulate" in what:
-                    from .cli_simulate import simulate_options
+                    from solvers.app.cli.simulate import simulate_options
                     simulate_options(spec)
             except SpecError as e:
                 raise SpecError(str(e)) from None
@@ -176,8 +176,8 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
     grid = np.array(spec.solve.alpha_grid())
     started = time.perf_counter()
     if what == "simulate":
-        from .cli_simulate import simulate_kwargs, simulate_options
-        from .simulate import simulate
+        from solvers.app.cli.simulate import simulate_kwargs, simulate_options
+        from solvers.sim.simulate import simulate
         res = simulate(seed=spec.training.seed, **simulate_kwargs(spec, simulate_options(spec)))
         N = spec.data.N
         # simulate records at the unique steps round(alpha N); map each requested alpha to it
@@ -185,7 +185,7 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
         return dict(eps_g=res.eps_g[idx], R1=res.R1[idx], Q1=res.Q1[idx], alpha=res.alpha[idx],
                     steps_per_second=np.float64(res.steps_per_second),
                     wall_s=np.float64(time.perf_counter() - started))
-    from .solve import solve_spec
+    from solvers.app.solve import solve_spec
     out = solve_spec(spec)
     return dict(eps_g=np.array([float(e) for e in out["eps_g"]]), R1=np.array(out["R1"]),
                 Q1=np.array(out["Q1"]), alpha=np.array(out["alpha"]),
@@ -340,7 +340,7 @@ def run_sweep(path, *, out=None, scheduler=None, n_jobs=None, max_cells=None,
         elif scheduler is not None:
             _run_dask(todo, scheduler, on_result)
         else:
-            from .simulate import _available_cpus
+            from solvers.sim.simulate import _available_cpus
             jobs = min(n_jobs or _available_cpus(), len(todo))
             if jobs == 1:
                 _run_serial(todo, on_result)

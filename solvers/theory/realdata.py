@@ -154,7 +154,7 @@ def simulate_on_data(Z, eigenvalues, *, activation, K, M, eta, sigma_J, seed, al
 
     A per-step NumPy loop: N is small for the data sets meant here (64 for digits).
     """
-    from .simulate import eps_g_from_order_parameters
+    from solvers.sim.simulate import eps_g_from_order_parameters
     Z = np.asarray(Z, dtype=float)
     n, N = Z.shape
     lam = np.asarray(eigenvalues, dtype=float)
@@ -195,8 +195,8 @@ def theory_on_spectrum(eigenvalues, init_modes, *, activation, K, M, eta, alphas
     """eps_g of the mode ODEs (float64) on the empirical spectrum, from per-direction overlaps."""
     from derive import spectra
     from derive.hierarchy import SystemKey
-    from .odes import integrate_problem
-    from .problem import Problem, explicit_init
+    from solvers.hierarchy.odes import integrate_problem
+    from solvers.core.problem import Problem, explicit_init
     lam = np.asarray(eigenvalues, dtype=float)
     N = lam.size
     groups, means = grouped_spectrum(lam, group_tol)

@@ -16,8 +16,8 @@ from tqdm import tqdm
 from derive import spectra
 from derive.hierarchy import SystemKey
 
-from .odes import integrate_problem
-from .problem import Problem, random_init
+from solvers.hierarchy.odes import integrate_problem
+from solvers.core.problem import Problem, random_init
 
 LS = (1, 4, 16, 64)
 
