@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 try:
     import tomllib
@@ -31,7 +32,8 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
 __all__ = ["SpecError", "ModelSpec", "DataSpec", "TrainingSpec", "InitSpec", "SolveSpec",
-           "Spec", "load_spec", "parse_spec", "spec_to_dict"]
+           "Spec", "load_spec", "parse_spec", "spec_to_dict", "read_document", "parse_section",
+           "REQUIRED", "convert", "check", "section_error"]
 
 
 class SpecError(ValueError):
@@ -330,9 +332,9 @@ def _no_unknown(raw: dict, allowed, where: str):
             raise _Problem(f"{where} unknown key '{_key(k)}' (allowed: {', '.join(allowed)})")
 
 
-def _read_section(doc: dict, sec: str) -> dict:
+def _read_section(doc: dict, sec: str, schema: dict | None = None) -> dict:
     raw = _table(doc.get(sec, {}), f"[{sec}]")
-    schema = _SCHEMA[sec]
+    schema = _SCHEMA[sec] if schema is None else schema
     _no_unknown(raw, schema, f"[{sec}]")
     out = {}
     for key, (convert, default, check) in schema.items():
@@ -475,8 +477,8 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=()) -> Spe
     return Spec(model, data, training, init, solve, extra, name)
 
 
-def load_spec(path, extra_sections=()) -> Spec:
-    """Read and validate a spec file.  Raises SpecError."""
+def read_document(path) -> dict:
+    """The TOML document of a spec file, unvalidated.  Raises SpecError."""
     name = str(path)
     try:
         text = Path(path).read_bytes()
@@ -488,7 +490,41 @@ def load_spec(path, extra_sections=()) -> Spec:
         doc = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"{name}: invalid TOML: {' '.join(str(e).split())}") from None
-    return parse_spec(doc, name=name, extra_sections=extra_sections)
+    return doc
+
+
+def load_spec(path, extra_sections=()) -> Spec:
+    """Read and validate a spec file.  Raises SpecError."""
+    return parse_spec(read_document(path), name=str(path), extra_sections=extra_sections)
+
+
+# ---- sections of other theories ----------------------------------------------------------
+# Subcommands whose spec is not the online-SGD one (e.g. ``[bayes]``, ``[kernel]``) declare a
+# schema of the same form as `_SCHEMA` (key -> (converter, default, check)) built from the
+# converters and checks below, and read it with `parse_section`: one error format everywhere.
+REQUIRED = _REQUIRED
+convert = SimpleNamespace(int=_int, bool=_bool, str=_str, float=_float, exact=_exact,
+                          list_of=_list_of)
+check = SimpleNamespace(one_of=_one_of, ge=_ge, gt=_gt, each=_each, all=_all, rule=_rule,
+                        distinct=_distinct, increasing=_increasing)
+
+
+def parse_section(doc: dict, sec: str, schema: dict, *, name: str = "<spec>") -> dict:
+    """Validate section ``[sec]`` of ``doc`` against ``schema``; a missing section is empty.
+
+    Returns key -> converted value (defaults filled in).  Raises SpecError (one line, starting
+    with ``name``).  Cross-key rules stay with the caller: raise ``SpecError`` via `section_error`.
+    """
+    try:
+        doc = _table(doc, "the spec")
+        return _read_section(doc, sec, schema)
+    except _Problem as p:
+        raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
+
+
+def section_error(name: str, sec: str, text: str) -> SpecError:
+    """The SpecError for a rule involving several keys of ``[sec]``."""
+    return SpecError(f"{name}: [{sec}] {' '.join(text.split())}")
 
 
 def _out(v):
