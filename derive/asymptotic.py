@@ -27,7 +27,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .hierarchy import Hierarchy, SystemKey
-from solvers.theory.plateau import _ansatz_map, _assemble, linearisation_blocks, r, s, q, c, T, D
+from .plateau import _ansatz_map, _assemble, linearisation_blocks, r, s, q, c, T, D
 
 
 def prefactor(eta, M, T1=1):
