@@ -104,19 +104,29 @@ def gap(g):
         return sp.expand(G)
     # √(1 − (1−δ)²) = √(δ(2−δ)): removes the cancellation inside the relu kernel
     half = sp.Rational(1, 2)
-    return G.replace(lambda e: e.is_Pow and e.exp == half,
-                     lambda e: sp.sqrt(sp.factor(sp.expand(e.base))))
+    G = G.replace(lambda e: e.is_Pow and e.exp == half,
+                  lambda e: sp.sqrt(sp.factor(sp.expand(e.base))))
+    # acos(1−δ) = 2 asin(√(δ/2)): no rounding of 1−δ, and a plain series in √δ
+    return G.replace(lambda e: isinstance(e, sp.acos) and e.args[0] == 1 - delta,
+                     lambda e: 2 * sp.asin(sp.sqrt(delta / 2)))
 
 
 @lru_cache(maxsize=None)
 def gap_series(g, order: int = 8):
     """The δ → 0 expansion of G(δ) up to (excluding) δ^order; half-integer powers allowed."""
+    G = gap(g)
+    derivs = [G]
+    for _ in range(order - 1 if G.diff(delta, 2).subs(delta, 0).is_finite else 0):
+        derivs.append(sp.diff(derivs[-1], delta))
+    at0 = [dv.subs(delta, 0) for dv in derivs]
+    if len(at0) == order and all(v.is_finite for v in at0):              # analytic at δ = 0: plain Taylor polynomial
+        return sp.expand(sum(v * delta ** j / sp.factorial(j) for j, v in enumerate(at0)))
     w = sp.Symbol("w", positive=True)          # δ = w²: half-integer powers become integer ones
-    G = gap(g).subs(delta, w ** 2)
-    ser = sp.series(G, w, 0, 2 * order).removeO()
+    ser = sp.series(G.subs(delta, w ** 2), w, 0, 2 * order).removeO()
     return sp.expand(ser.subs(w, sp.sqrt(delta)))
 
 
+@lru_cache(maxsize=None)
 def scalar_channel(g):
     """F(λ, q), ∂_q F and the pair F = 0, ∂_q F = 0 reduced to one equation in q.
 
@@ -126,10 +136,11 @@ def scalar_channel(g):
     gp = sp.diff(g, x)
     F = lam * g.subs(x, q) + q + sp.log(1 - q)
     dF = sp.diff(F, q)
-    r = sp.solve(sp.Eq(dF, 0), lam)[0]
-    H = sp.simplify(F.subs(lam, r))
+    # ∂_qF = λ g'(q) − q/(1−q) is linear in λ: solve it by hand (sp.solve/simplify are slow)
+    r = q / ((1 - q) * gp.subs(x, q))
+    H = F.subs(lam, r)
     h = (-q - sp.log(1 - q)) / g.subs(x, q)
-    return {"F": F, "dF": dF, "r": sp.simplify(r), "H": H, "h": h, "gp": gp,
+    return {"F": F, "dF": dF, "r": r, "H": H, "h": h, "gp": gp,
             "gpp": sp.diff(gp, x)}
 
 
