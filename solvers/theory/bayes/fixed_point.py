@@ -154,7 +154,8 @@ class Problem:
                 lo = mid
         return 0.5 * (lo + hi)
 
-    def transitions(self, feature: int) -> dict:
+    def transitions(self, feature: int, which=("appears", "switch", "ends"),
+                    bracket=None) -> dict:
         """For feature i (0-based, caller's order), as functions of s = n/d:
 
         appears: smallest s with a stable solution where q_i > 0 (learned branch appears);
@@ -166,13 +167,19 @@ class Problem:
         v2 = self.v2[np.nonzero(self.order == i)[0][0]]
         lo = self.lam_s * self.Delta / v2                    # snr_i ≤ λ_σ for every ε ≥ 0
         hi = self.lam_s * (self.Delta + self.eps_max) / v2 * (1 + 1e-9)
+        if bracket is not None:                              # a narrower (checked) bracket
+            lo, hi = bracket
         learned = lambda sols: [sol.q[i] > 0 for sol in sols]          # noqa: E731
-        appears = self._bisect(lambda s: any(learned(self.solutions(s))), lo, hi)
-        ends = self._bisect(lambda s: all(learned(self.solutions(s))), lo, hi)
-        switch = self._bisect(lambda s: self.select(self.solutions(s)).q[i] > 0, lo, hi)
-        after = self.select(self.solutions(switch * (1 + 1e-9)))
-        return {"feature": i + 1, "appears": appears, "switch": switch, "ends": ends,
-                "q_jump": float(after.q[i])}
+        preds = {"appears": lambda s: any(learned(self.solutions(s))),
+                 "ends": lambda s: all(learned(self.solutions(s))),
+                 "switch": lambda s: self.select(self.solutions(s)).q[i] > 0}
+        out = {"feature": i + 1}
+        for name in which:
+            out[name] = self._bisect(preds[name], lo, hi)
+        if "switch" in out:
+            after = self.select(self.solutions(out["switch"] * (1 + 1e-9)))
+            out["q_jump"] = float(after.q[i])
+        return out
 
 
 def power_law_readouts(k: int, beta: float) -> np.ndarray:

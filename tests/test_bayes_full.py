@@ -1,0 +1,45 @@
+"""Full-size checks of the Bayes-optimal baseline (SCALING_ODES_FULL=1 / `make verify`)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.theory.bayes import Setup, jump_pair
+from solvers.theory.bayes.activation import named
+from solvers.theory.bayes.limits import LimitLtHalf
+
+pytestmark = pytest.mark.full
+
+
+def test_exponent_feature_learning_regime():
+    """d = k = 4000, Δ = 1, α ∈ [0.03, 3]: d ln ε / d ln n = −0.51 ± 0.02 (theory −1/2)."""
+    d = 4000
+    st = Setup(activation="cubic", d=d, gamma=1, Delta=1.0, beta=1.0)
+    alphas = np.geomspace(0.03, 3, 9)
+    eps = [st.problem.solve(a * d)[0].eps for a in alphas]
+    slope = np.polyfit(np.log(alphas * d * d), np.log(eps), 1)[0]
+    print("exponent fit:", slope)
+    assert abs(slope - (-0.51)) <= 0.02
+
+
+def test_beta_lt_half_completion_limit():
+    act = named("cubic")
+    L = LimitLtHalf(act, jump_pair(act, 30), 0.25, 1.0, 0.1)
+    c = L.completion()
+    print("completion:", c)
+    assert abs(c["alpha_star_eq46"] - 1.31297) < 5e-6
+    assert abs(c["all_learned_starts"] - c["alpha_star_eq46"]) < 1e-5
+    assert abs(c["bo_completion"] - 1.34058) < 5e-6
+    assert c["bo_completion"] < c["partial_ends"]
+
+
+@pytest.mark.parametrize("d,target", [(100, 1.2992), (400, 1.3110)])
+def test_beta_lt_half_finite_d_all_learned_start(d, target):
+    """Finite d: the weakest feature's learned branch appears at α → α⋆ (Eq. 46) from below."""
+    st = Setup(activation="cubic", d=d, gamma=1, Delta=0.1, beta=0.25)
+    a_star = 1.3129652390030795
+    tr = st.problem.transitions(d - 1, which=("appears",),
+                                bracket=(0.95 * a_star * d, 1.05 * a_star * d))
+    a = tr["appears"] / d
+    print(d, "all-learned start α =", a)
+    assert abs(a - target) < 5e-4 and a < a_star
