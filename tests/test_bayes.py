@@ -272,3 +272,18 @@ def test_beta_lt_half_alpha_star_and_switch_bracket():
     assert len(below) == 2 and len(above) == 2
     pick = lambda ss: max(ss, key=lambda r: r["psi"])["kc_fraction"]       # noqa: E731
     assert pick(below) < 1 and pick(above) == 1.0
+
+
+def test_tanh3_by_quadrature():
+    """tanh has no closed-form g: Hermite series by Gauss–Hermite; the rule is converged (more
+    nodes change nothing) and the truncation residual at ℓ = 61 is ~1e−10 (the notes: 8.5e−11)."""
+    from solvers.theory.bayes.activation import tanh_coefficients
+    c300, res300 = tanh_coefficients(61, 300)
+    c400, res400 = tanh_coefficients(61, 400)
+    assert max(abs(a - b) for a, b in zip(c300, c400)) < 1e-15
+    assert 0 < res300 < 2e-10 and abs(res300 - res400) < 1e-14
+    assert abs(c300[1] - 0.60570551 ** 2) < 1e-8 and c300[2] == pytest.approx(0, abs=1e-16)
+    act = named("tanh3")
+    a, b = jump_pair(act, 30), jump_min(act, 30)
+    assert abs(a.lam_f - b.lam_f) < 1e-10 * a.lam_f
+    assert abs(a.lam_f - 60.62651581) < 1e-7

@@ -1,6 +1,6 @@
 """``scaling-odes bayes [transitions|limit] SPEC.toml``: the Bayes-optimal baseline.
 
-    [bayes]  activation = "cubic"   # "erf3" | "relu4" | ("erf" | "relu" with drop_low_orders)
+    [bayes]  activation = "cubic"   # "erf3" | "relu4" | "tanh3" | ("erf"|"relu"|"tanh" with drop_low_orders)
              hermite = [mu3, mu4, ...]    hermite_start = 3    drop_low_orders = false
              d = 200   gamma = 1.0   Delta = 0.1   beta = 1.0     # or readouts = [v_1^2, ...]
              n_over_d = [1, 10, 100]                              # or alpha = [...] (= n/d^2)
@@ -25,7 +25,7 @@ _EXACT_LIST = convert.list_of(convert.exact, "list of numbers or decimal strings
 _FLOAT_LIST = convert.list_of(convert.float, "list of numbers")
 
 SCHEMA = {
-    "activation": (convert.str, "cubic", check.one_of("cubic", "erf3", "relu4", "erf", "relu")),
+    "activation": (convert.str, "cubic", check.one_of("cubic", "erf3", "relu4", "tanh3", "erf", "relu", "tanh")),
     "hermite": (_EXACT_LIST, None, None),
     "hermite_start": (convert.int, 3, check.ge(0)),
     "drop_low_orders": (convert.bool, False, None),

@@ -93,7 +93,9 @@ class Setup:
         p = self.problem
         with mpmath.workdps(self.dps):
             lam_s, q_s = mpmath.nstr(self.jump.lam, self.dps), mpmath.nstr(self.jump.q, self.dps)
-        return {"version": __version__, "activation": self.act.name, "g": str(self.act.g),
+        g = str(self.act.g) if self.act.name != "tanh3" else "series (see activation_note)"
+        return {"version": __version__, "activation": self.act.name, "g": g,
+                "activation_note": self.act.note,
                 "d": self.d, "k": self.k, "Delta": float(self.Delta),
                 "beta": None if self.readouts is not None else float(self.beta),
                 "readouts": "list" if self.readouts is not None else "power law",
