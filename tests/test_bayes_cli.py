@@ -101,3 +101,15 @@ def test_usage_error(tmp_path, capsys):
     spec = write_spec(tmp_path, BASE + "n_over_d = [1]\n")
     code, _, err = run_cli(["bayes", "sideways", spec], capsys)
     assert code == 2 and "usage" in err
+
+
+def test_explicit_readouts(tmp_path, capsys):
+    spec = write_spec(tmp_path, '[bayes]\nreadouts = [0.15, 0.6, 0.25]\nDelta = 0.1\n'
+                                'n_over_d = [2, 400]\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["meta"]["k"] == 3 and res["meta"]["readouts"] == "list"
+    assert res["kc"] == [0, 3]
+    q = res["q"][1]
+    assert q[1] > q[2] > q[0] > 0          # order follows the readouts as given
