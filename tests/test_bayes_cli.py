@@ -1,0 +1,115 @@
+"""``scaling-odes bayes [transitions|limit] SPEC.toml``: contract and one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli_support import run_cli, write_spec
+
+BASE = """[bayes]
+activation = "cubic"
+d = 200
+gamma = 1.0
+Delta = 0.1
+beta = 1.0
+"""
+
+
+def test_curve_json_keys(tmp_path, capsys):
+    spec = write_spec(tmp_path, BASE + "n_over_d = [1, 2.5, 100]\n")
+    out = tmp_path / "out.json"
+    code, stdout, err = run_cli(["bayes", spec, "-o", out], capsys)
+    assert code == 0, err
+    res = json.loads(out.read_text())
+    for key in ("n_over_d", "alpha", "eps_bo", "kc", "q", "fixed_points", "lambda_sigma",
+                "q_sigma", "meta"):
+        assert key in res, key
+    assert res["n_over_d"] == [1.0, 2.5, 100.0]
+    assert res["alpha"] == [v / 200 for v in res["n_over_d"]]
+    assert len(res["q"]) == 3 and all(len(row) == 200 for row in res["q"])
+    assert res["kc"][0] == 0 and res["eps_bo"][0] == 1.0       # uninformed: ε = g(1) Σ v² = 1
+    assert len(res["fixed_points"][1]) == 2                     # coexistence at n/d = 2.5
+    assert set(res["fixed_points"][1][0]) == {"eps", "kc", "psi"}
+    assert res["kc"][2] == sum(q > 0 for q in res["q"][2])
+    assert abs(res["lambda_sigma"] - 1.4557767406190114) < 1e-15
+    assert res["meta"]["lambda_sigma_digits"].startswith("1.45577674061901145873")
+
+
+def test_selection_and_alpha(tmp_path, capsys):
+    spec = write_spec(tmp_path, BASE + 'alpha = [0.0115]\nselection = "informed"\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["n_over_d"] == [pytest.approx(2.3)] and res["kc"] == [1]
+    assert res["meta"]["selection"] == "informed"
+
+
+def test_transitions_and_limit(tmp_path, capsys):
+    spec = write_spec(tmp_path, BASE + "features = [1]\nalpha = [1.0]\n")
+    code, stdout, err = run_cli(["bayes", "transitions", spec, "--json"], capsys)
+    assert code == 0, err
+    tr = json.loads(stdout)
+    (row,) = tr["features"]
+    assert set(row) >= {"feature", "appears", "switch", "ends", "q_jump"}
+    assert abs(row["ends"] - tr["eq36_n_over_d"]) < 1e-8 * row["ends"]
+    code, stdout, err = run_cli(["bayes", "limit", spec, "--json"], capsys)
+    assert code == 0, err
+    lim = json.loads(stdout)
+    assert lim["regime"] == "beta > 1/2"
+    assert abs(lim["kc_bar"][0] - 2.04352) < 5e-6 and abs(lim["eps_bar"][0] - 0.50343) < 5e-6
+
+
+@pytest.mark.parametrize("body,needle", [
+    ('[bayes]\nactivation = "erf"\nn_over_d = [1]\n', "k⋆ < 3"),
+    ('[bayes]\nactivation = "relu"\nn_over_d = [1]\n', "k⋆ < 3"),
+    ('[bayes]\nhermite = [0, 1, 0, 1]\nhermite_start = 0\nn_over_d = [1]\n', "k⋆ = 1"),
+    ('[bayes]\nbeta = 0\nn_over_d = [1]\n', "beta"),
+    ('[bayes]\nbeta = -0.5\nn_over_d = [1]\n', "beta"),
+    ('[bayes]\nDelta = -0.1\nn_over_d = [1]\n', "Delta"),
+    ('[bayes]\nreadouts = []\nn_over_d = [1]\n', "readouts"),
+    ('[bayes]\nd = 0\nn_over_d = [1]\n', "d"),
+    ('[bayes]\nbeta = 1\nreadouts = [0.5, 0.5]\nn_over_d = [1]\n', "either beta or readouts"),
+    ('[bayes]\nn_over_d = [1]\nalpha = [1]\n', "either n_over_d or alpha"),
+    ('[bayes]\nbeta = 1\n', "n_over_d"),
+    ('[bayes]\nselection = "best"\nn_over_d = [1]\n', "selection"),
+    ('[bayes]\nwidth = 3\nn_over_d = [1]\n', "unknown key"),
+])
+def test_bad_input_one_line_exit_2(tmp_path, capsys, body, needle):
+    spec = write_spec(tmp_path, body)
+    code, stdout, err = run_cli(["bayes", spec], capsys)
+    assert code == 2 and stdout == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert needle in err, err
+
+
+def test_opt_in_low_orders_and_hermite(tmp_path, capsys):
+    spec = write_spec(tmp_path, '[bayes]\nactivation = "erf"\ndrop_low_orders = true\n'
+                                'd = 50\nn_over_d = [1e4]\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(stdout)["meta"]["activation"] == "erf3"
+    # hermite = [√6] from ℓ = 3 is the cubic activation: same λ_σ
+    spec = write_spec(tmp_path, '[bayes]\nhermite = ["2.449489742783178098197284074705891391965947"]\n'
+                                'd = 50\nn_over_d = [10]\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    assert abs(json.loads(stdout)["lambda_sigma"] - 1.4557767406190114) < 1e-13
+
+
+def test_usage_error(tmp_path, capsys):
+    spec = write_spec(tmp_path, BASE + "n_over_d = [1]\n")
+    code, _, err = run_cli(["bayes", "sideways", spec], capsys)
+    assert code == 2 and "usage" in err
+
+
+def test_explicit_readouts(tmp_path, capsys):
+    spec = write_spec(tmp_path, '[bayes]\nreadouts = [0.15, 0.6, 0.25]\nDelta = 0.1\n'
+                                'n_over_d = [2, 400]\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["meta"]["k"] == 3 and res["meta"]["readouts"] == "list"
+    assert res["kc"] == [0, 3]
+    q = res["q"][1]
+    assert q[1] > q[2] > q[0] > 0          # order follows the readouts as given
