@@ -28,7 +28,7 @@ def _compare(trials, Ps, seed):
 def _check(rows):
     for r in rows:
         assert abs(r["z"]) < 3, r                       # E_MC/E_eig within 3 standard errors
-        assert r["no_gamma"] > 1.25 and r["z_no_gamma"] > 5, r   # without 1/(1−γ): far off
+        assert r["no_gamma"] > 1.2 and r["z_no_gamma"] > 5, r    # without 1/(1−γ): far off
 
 
 def test_mc_matches_eigenlearning():
