@@ -152,7 +152,7 @@ def cmd_kernel_mc(args) -> int:
                disable=None, leave=False)
     try:
         out = kernel_mc(spec, k["P"], ridge=k["ridge"], noise=k["noise"], trials=mc["trials"],
-                        seed=mc["seed"], progress=lambda: bar.update(1))
+                        seed=mc["seed"], progress=bar.update)
     finally:
         bar.close()
     res["mc"] = {"mean": out["mean"], "sem": out["sem"]}

@@ -31,15 +31,14 @@ def _modes(spec: KernelSpectrum):
     return lam, np.sqrt(c2)
 
 
-def _fit(Z, lam, y, T):
-    """ĉ for one design (Z: P x M) at ridge T."""
+def _fit(Z, lam, y, T, K=None):
+    """ĉ for one design (Z: P x M) at ridge T (K = Z Λ Zᵀ if already known)."""
     P, M = Z.shape
+    A = Z * np.sqrt(lam)
     if T == 0 and P >= M:
-        A = Z * np.sqrt(lam)
         w, *_ = np.linalg.lstsq(A, y, rcond=None)
         return np.sqrt(lam) * w
-    A = Z * np.sqrt(lam)
-    K = A @ A.T                    # numpy uses syrk for A Aᵀ
+    K = A @ A.T if K is None else K.copy()      # numpy uses syrk for A Aᵀ
     if T > 0:
         K[np.diag_indices_from(K)] += T
     try:
@@ -49,12 +48,6 @@ def _fit(Z, lam, y, T):
         w, *_ = np.linalg.lstsq(A, y, rcond=None)
         return np.sqrt(lam) * w
     return lam * (Z.T @ alpha)
-
-
-def _rngs(seed, nP, trials):
-    ss = np.random.SeedSequence(seed)
-    return [[np.random.default_rng(s) for s in child.spawn(trials)]
-            for child in ss.spawn(nP)]
 
 
 def kernel_mc(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, trials=32, seed=0,
@@ -81,21 +74,28 @@ def kernel_mc(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, trials=32, seed=0,
 
 
 def _kernel_mc(spec, Ps, settings, trials, seed, single, progress):
+    # Designs are nested: trial t draws one design of max(P) rows and each P uses its first P
+    # rows (and the leading block of one kernel matrix).  Every P still averages over
+    # independent designs; only the estimates at different P are correlated.
     lam, c = _modes(spec)
     M = lam.size
+    Pmax = max(Ps)
     errs = np.zeros((len(settings), len(Ps), trials))
-    rngs = _rngs(seed, len(Ps), trials)
-    for i, P in enumerate(Ps):
-        for t in range(trials):
-            rng = rngs[i][t]
-            Z = rng.standard_normal((P, M))
-            xi = rng.standard_normal(P)
-            signal = Z @ c
+    rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(trials)]
+    for t in range(trials):
+        rng = rngs[t]
+        Z = rng.standard_normal((Pmax, M))
+        xi = rng.standard_normal(Pmax)
+        signal = Z @ c
+        A = Z * np.sqrt(lam)
+        Kfull = A @ A.T
+        for i, P in enumerate(Ps):
             for s, (T, s2) in enumerate(settings):
-                ch = _fit(Z, lam, signal + np.sqrt(s2) * xi, T)
+                y = signal[:P] + np.sqrt(s2) * xi[:P]
+                ch = _fit(Z[:P], lam, y, T, Kfull[:P, :P])
                 errs[s, i, t] = float(np.sum((c - ch) ** 2))
-            if progress is not None:
-                progress()
+        if progress is not None:
+            progress(len(Ps))
     mean = errs.mean(axis=2)
     sem = errs.std(axis=2, ddof=1) / np.sqrt(trials)
     res = [{"mean": mean[s].tolist(), "sem": sem[s].tolist()} for s in range(len(settings))]
