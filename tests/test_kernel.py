@@ -153,6 +153,16 @@ def test_ridgeless_exponents(pl2e6, ab, want, tol):
     assert _slope(P, [p.kappa_S for p in pts]) == pytest.approx(-a, abs=tol)
 
 
+def test_noise_exponent_at_fixed_ridge(pl2e6):
+    """Fixed T: the noise part σ²γ/(1−γ) ∝ P^−(1 − 1/a) (a = 2: −1/2)."""
+    spec = pl2e6[(2, 2)]
+    P = np.geomspace(1e3, 3e4, 8)
+    quiet = eigenlearning(spec, P, 1e-2, 0.0)
+    noisy = eigenlearning(spec, P, 1e-2, 1.0)
+    slope = _slope(P, [n.eps_g - q.eps_g for q, n in zip(quiet, noisy)])
+    assert slope == pytest.approx(-0.5, abs=0.02)
+
+
 @pytest.mark.parametrize("a,P", [(2.0, 2000.0), (3.0, 2000.0), (1.5, 300.0)])
 def test_kappa_S_prefactor_C_of_a(a, P):
     """κ_S P^a → C(a)^a with C(a) = (π/a)/sin(π/a) (ridgeless; corrections a/(2P) from the
