@@ -75,6 +75,18 @@ methods = ["eig", "ek"]
     assert res["eps_g"]["eig"][1] == 0.0           # P = rank, noiseless: interpolates exactly
 
 
+def test_data_block_eigenvalue_list(tmp_path, capsys):
+    text = '[data]\neigenvalues = [2, 1, "0.5", "0.5e-1"]\nN = 8\n[kernel]\nP = [3, 6]\n'
+    code, stdout, err = run_cli(["kernel", write_spec(tmp_path, text), "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    from solvers.theory.kernel import eigenlearning, explicit
+    v = [2 / 8, 1 / 8, 0.5 / 8, 0.05 / 8]
+    want = [p.eps_g for p in eigenlearning(explicit(v, v, [2, 2, 2, 2]), [3, 6])]
+    assert res["eps_g"]["eig"] == pytest.approx(want, rel=1e-14)
+    assert res["meta"]["spectrum"]["modes"] == 8
+
+
 def test_explicit_lists(tmp_path, capsys):
     text = '[kernel]\neigenvalues = [1, 0.5, "0.25", 0.125]\ntarget = [1, 0, 1, 0]\nP = [2]\n'
     code, stdout, err = run_cli(["kernel", write_spec(tmp_path, text), "--json"], capsys)
@@ -96,6 +108,9 @@ def test_explicit_lists(tmp_path, capsys):
     ("[kernel]\na = 2\nP = [4]\nfoo = 1\n", "unknown key 'foo'"),
     ("[kernel]\na = 2\n", "missing required key 'P'"),
     ("[kernel]\na = 2\nP = [4]\n[extra]\nx = 1\n", "unknown section"),
+    ("[data]\nL = 4\nbeta = 1\n[kernel]\nP = [4]\n", "missing required key 'N'"),
+    ("[data]\nL = 3\nbeta = 1\nN = 8\n[kernel]\nP = [4]\n", "does not divide"),
+    ("[data]\nL = 4\nbeta = 1\nN = 8\n[kernel]\na = 2\nP = [4]\n", "not both"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, text, needle):
     code, stdout, err = run_cli(["kernel", write_spec(tmp_path, text)], capsys)

@@ -7,9 +7,9 @@
               learnability = false        # true: eigenlearning L_k per mode and P in the JSON
     [mc]      trials = 32;  seed = 0      # kernel-mc only
 
-Instead of ``a`` / ``eigenvalues`` the common ``[data]`` block (L, beta, N) gives the toolkit's
-L-level spectrum as the linear kernel x·x'/N (multiplicity N/L, eigenvalue λ_l/N) with the
-linear teacher's target c² = λ_l/N; the other sections of a toolkit spec ([model], [training],
+Instead of ``a`` / ``eigenvalues`` the common ``[data]`` block (L, beta, N, or eigenvalues and N)
+gives the toolkit's L-level spectrum as the linear kernel x·x'/N (multiplicity N/L, eigenvalue
+λ_l/N) with the linear teacher's target c² = λ_l/N; the other sections of a toolkit spec ([model], [training],
 [solve]) may be present and are not used here.  Without a target, c_k² = λ_k.
 
 JSON: ``P``, ``kappa``, ``kappa_S``, ``gamma``, ``eps_g`` (each method -> list over P; eps_g is
@@ -79,16 +79,26 @@ def load(path, with_mc: bool):
                 raise section_error(name, "kernel", f"{key} does not go with a [data] spectrum "
                                     f"(its target is the linear teacher)")
         d = parse_section(doc, "data", DATA_SCHEMA, name=name)
+        if d["N"] is None:
+            raise section_error(name, "data", "missing required key 'N' (the kernel spectrum "
+                                "has L levels of multiplicity N/L)")
         if d["eigenvalues"] is not None:
-            raise section_error(name, "data", "the kernel subcommands take the L-level power "
-                                "law (L, beta, N); give an eigenvalue list as [kernel] eigenvalues")
-        for key in ("L", "beta", "N"):
-            if d[key] is None:
-                raise section_error(name, "data", f"missing required key '{key}' (the kernel "
-                                    f"spectrum has L levels of multiplicity N/L)")
-        if d["N"] % d["L"]:
-            raise section_error(name, "data", f"L = {d['L']} does not divide N = {d['N']}")
-        spec = S.levels(d["L"], d["beta"], d["N"])
+            if d["L"] is not None or d["beta"] is not None:
+                raise section_error(name, "data", "give either L and beta or eigenvalues, "
+                                    "not both")
+            L, N = len(d["eigenvalues"]), d["N"]
+            if N % L:
+                raise section_error(name, "data", f"{L} eigenvalues do not divide N = {N}")
+            vals = [v / N for v in d["eigenvalues"]]
+            spec = S.explicit(vals, vals, multiplicities=[N // L] * L)
+        else:
+            for key in ("L", "beta"):
+                if d[key] is None:
+                    raise section_error(name, "data", f"missing required key '{key}' (or "
+                                        f"give eigenvalues)")
+            if d["N"] % d["L"]:
+                raise section_error(name, "data", f"L = {d['L']} does not divide N = {d['N']}")
+            spec = S.levels(d["L"], d["beta"], d["N"])
     else:
         if len(given) != 1:
             raise section_error(name, "kernel", "give exactly one of a (power law, with M) or "
