@@ -124,3 +124,20 @@ def test_mc_section_only_for_kernel_mc(tmp_path, capsys):
     assert code == 2 and "trials" in err and err.count("\n") == 1
     code, _, err = run_cli(["kernel", spec], capsys)
     assert code == 2 and "unknown section [mc]" in err
+
+
+def test_beyond_double_range_goes_to_mpmath(tmp_path, capsys):
+    """A ridge of 1e-500 or κ below 1e-308 must not become 0.0: mpmath, decimal strings."""
+    text = '[kernel]\na = 200\nM = 50\nP = [5, 40]\nmethods = ["eig"]\nridge = "1e-500"\n'
+    code, stdout, err = run_cli(["kernel", write_spec(tmp_path, text), "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["meta"]["precision"] == "mpmath"
+    import mpmath
+    k5, k40 = (mpmath.mpf(v) for v in res["kappa"]["eig"])
+    assert 0 < k40 < mpmath.mpf("1e-308") < k5
+    # at P = 40 < M the 1e-500 ridge is negligible next to κ: ridgeless E_g = κ (prior target)
+    assert mpmath.mpf(res["eps_g"]["eig"][1]) == pytest.approx(k40, rel=1e-12)
+    text = text.replace('methods = ["eig"]\n', "")
+    code, _, err = run_cli(["kernel", write_spec(tmp_path, text)], capsys)
+    assert code == 2 and "float64 range" in err and err.count("\n") == 1

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+import mpmath
+
 from solvers.theory.kernel.eigenlearning import KernelError, _Prepared, eigenlearning
 from solvers.theory.kernel.rg import equivalent_kernel, rg_ek, rg_gda
 from solvers.theory.kernel.spectrum import KernelSpectrum
@@ -39,8 +41,9 @@ def learning_curves(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, methods=METH
     """κ, κ_S, γ and ε_g (excess test error) for each method and P.
 
     Returns a dict with keys ``P``, ``kappa``, ``kappa_S``, ``gamma``, ``eps_g`` (each a dict
-    method -> list over P), optionally ``learnability`` (eigenlearning L_k per group and P)
-    and ``meta``.
+    method -> list over P; floats, or 17-digit decimal strings on the mpmath route, whose values
+    may lie beyond the double range), optionally ``learnability`` (eigenlearning L_k per group
+    and P) and ``meta``.
     """
     started = time.perf_counter()
     Ps = [int(p) if float(p).is_integer() else float(p) for p in Ps]
@@ -50,21 +53,32 @@ def learning_curves(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, methods=METH
             raise KernelError(f"unknown method {m!r} (allowed: {', '.join(METHODS)})")
     if not 0.0 < float(rg_cut) < 1.0:
         raise KernelError(f"rg_cut = {float(rg_cut)} must be in (0, 1)")
+    from solvers.theory.kernel.eigenlearning import _float_exact, _mp
+    exact_mp = not (spec.float64_ok and _float_exact(ridge) and _float_exact(noise))
     T, s2 = float(ridge), float(noise)
     out = {"P": list(Ps), "kappa": {}, "kappa_S": {}, "gamma": {}, "eps_g": {}}
-    meta = {"spectrum": spec.describe(), "ridge": T, "noise": s2, "rg_cut": float(rg_cut),
+    meta = {"spectrum": spec.describe(),
+            "ridge": T if _float_exact(ridge) else mpmath.nstr(_mp(ridge), 17),
+            "noise": s2 if _float_exact(noise) else mpmath.nstr(_mp(noise), 17),
+            "rg_cut": float(rg_cut),
             "methods": {m: LABELS[m] for m in methods}}
     needs_float = [m for m in methods if m != "eig"]
-    if needs_float and not spec.float64_ok:
-        raise KernelError(f"methods {', '.join(needs_float)} need a spectrum inside the "
-                          f"float64 range (only 'eig' runs in mpmath)")
-    prep = _Prepared(spec) if spec.float64_ok else None
+    if needs_float and exact_mp:
+        raise KernelError(f"methods {', '.join(needs_float)} need a spectrum, ridge and noise "
+                          f"inside the float64 range (only 'eig' runs in mpmath)")
+    prep = None if exact_mp else _Prepared(spec)
     eig_pts = None
     for m in methods:
         if m == "eig":
-            pts = eig_pts = eigenlearning(spec, Ps, T, s2, prepared=prep)
-            meta["precision"] = ("float64" if spec.float64_ok else "mpmath")
+            pts = eig_pts = eigenlearning(spec, Ps, ridge if exact_mp else T,
+                                          noise if exact_mp else s2, prepared=prep)
+            meta["precision"] = "mpmath" if exact_mp else "float64"
             meta["kappa_rel_err_max"] = max(p.rel_err for p in pts)
+            if exact_mp:
+                # values may lie outside the double range: 17-digit decimal strings
+                for key in ("kappa", "kappa_S", "gamma", "eps_g"):
+                    out[key][m] = [mpmath.nstr(p.mp[key], 17) for p in pts]
+                continue
         elif m == "ek":
             pts = equivalent_kernel(spec, Ps, T, s2)
         elif m == "rg_ek":
@@ -77,10 +91,11 @@ def learning_curves(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, methods=METH
                           ("eps_g", "eps_g")):
             out[key][m] = [float(getattr(p, attr)) for p in pts]
     if learnability:
+        if exact_mp:
+            raise KernelError("learnability output needs a spectrum, ridge and noise inside "
+                              "the float64 range")
         if eig_pts is None:
             eig_pts = eigenlearning(spec, Ps, T, s2, prepared=prep)
-        if not spec.float64_ok:
-            raise KernelError("learnability output needs a spectrum inside the float64 range")
         lam = spec.lam
         out["learnability"] = [[float(x) for x in lam / (lam + p.kappa_S)] if p.kappa_S > 0
                                else [1.0] * lam.size for p in eig_pts]

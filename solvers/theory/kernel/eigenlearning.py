@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -45,6 +46,19 @@ class Point:
 
 class KernelError(ValueError):
     """Input the theory cannot answer (one-line message)."""
+
+
+def _mp(x):
+    """mpf of an int / float / Fraction / str / mpf, exactly rounded at the working precision."""
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+def _float_exact(x) -> bool:
+    """Whether float(x) keeps x (no overflow, no underflow of a non-zero value)."""
+    f = float(x)
+    return math.isfinite(f) and (f != 0.0 or x == 0)
 
 
 def _check_inputs(P, T, sigma2):
@@ -126,12 +140,13 @@ def eigenlearning(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0, max_rel_err=1e-11
                   prepared=None) -> list[Point]:
     """Eigenlearning at each P (float64; the mpmath route when the spectrum leaves it or when a
     root is too ill-conditioned for ``max_rel_err``)."""
-    T, sigma2 = float(T), float(sigma2)
     Ps = [float(p) for p in Ps]
     for p in Ps:
         _check_inputs(p, T, sigma2)
-    if not spec.float64_ok:
+    if not (spec.float64_ok and _float_exact(T) and _float_exact(sigma2)):
+        # beyond the double range (spectrum, ridge or noise): mpmath with the exact inputs
         return eigenlearning_mp(spec, Ps, T, sigma2)
+    T, sigma2 = float(T), float(sigma2)
     prep = prepared if prepared is not None else _Prepared(spec)
     order = sorted(range(len(Ps)), key=lambda i: Ps[i])
     out = [None] * len(Ps)
@@ -260,7 +275,7 @@ def eigenlearning_mp(spec: KernelSpectrum, Ps, T=0, sigma2=0, dps=30) -> list[Po
     out = []
     with mpmath.workdps(dps + 10):
         lam, c2, mult = spec.mp_values()
-        T_, s2 = mpmath.mpf(T), mpmath.mpf(sigma2)
+        T_, s2 = _mp(T), _mp(sigma2)
         N = mpmath.fsum(mult)
         for P in Ps:
             P_ = mpmath.mpf(P)
