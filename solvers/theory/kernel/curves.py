@@ -57,9 +57,12 @@ def learning_curves(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, methods=METH
     exact_mp = not (spec.float64_ok and _float_exact(ridge) and _float_exact(noise))
     T, s2 = float(ridge), float(noise)
     out = {"P": list(Ps), "kappa": {}, "kappa_S": {}, "gamma": {}, "eps_g": {}}
-    meta = {"spectrum": spec.describe(),
-            "ridge": T if _float_exact(ridge) else mpmath.nstr(_mp(ridge), 17),
-            "noise": s2 if _float_exact(noise) else mpmath.nstr(_mp(noise), 17),
+    def _show(v, f):
+        if _float_exact(v):
+            return f
+        with mpmath.workdps(30):
+            return mpmath.nstr(_mp(v), 17)
+    meta = {"spectrum": spec.describe(), "ridge": _show(ridge, T), "noise": _show(noise, s2),
             "rg_cut": float(rg_cut),
             "methods": {m: LABELS[m] for m in methods}}
     needs_float = [m for m in methods if m != "eig"]
