@@ -83,12 +83,12 @@ def learning_curves(spec: KernelSpectrum, Ps, ridge=0.0, noise=0.0, methods=METH
                     out[key][m] = [mpmath.nstr(p.mp[key], 17) for p in pts]
                 continue
         elif m == "ek":
-            pts = equivalent_kernel(spec, Ps, T, s2)
+            pts = equivalent_kernel(prep, Ps, T, s2)
         elif m == "rg_ek":
-            pts = rg_ek(spec, Ps, T, s2, float(rg_cut))
+            pts = rg_ek(prep, Ps, T, s2, float(rg_cut))
             meta["rg_kept_modes"] = [p.kept_modes for p in pts]
         else:
-            pts = rg_gda(spec, Ps, T, s2, float(rg_cut))
+            pts = rg_gda(prep, Ps, T, s2, float(rg_cut))
             meta["rg_kept_modes"] = [p.kept_modes for p in pts]
         for key, attr in (("kappa", "kappa"), ("kappa_S", "kappa_S"), ("gamma", "gamma"),
                           ("eps_g", "eps_g")):

@@ -85,9 +85,19 @@ class _Prepared:
         self.N = float(self.mult.sum())
         self.trace = float(np.dot(self.mult, self.lam))
         self.inv_trace = float(np.dot(self.mult, 1.0 / self.lam))
+        self._prefix = None
 
-    def sums(self, kS):
-        return self.mo.sums(kS)
+    def sums(self, kS, n=None):
+        return self.mo.sums(kS, n)
+
+    def prefix(self, n):
+        """(N, trace, Σ m/λ) of the first n groups (for the decimated problems)."""
+        if self._prefix is None:
+            z = np.zeros(1)
+            self._prefix = (np.concatenate([z, np.cumsum(self.mult)]),
+                            np.concatenate([z, np.cumsum(self.mult * self.lam)]),
+                            np.concatenate([z, np.cumsum(self.mult / self.lam)]))
+        return tuple(float(c[n]) for c in self._prefix)
 
 
 def bracket(N, trace, inv_trace, P, T):
@@ -101,10 +111,15 @@ def bracket(N, trace, inv_trace, P, T):
     return lo, hi
 
 
-def solve_kappa(spec_or_prep, P, T, u0=None) -> tuple[float, float]:
-    """κ (fixed-point form) in float64 and its estimated relative error."""
+def solve_kappa(spec_or_prep, P, T, u0=None, n=None) -> tuple[float, float]:
+    """κ (fixed-point form) in float64 and its estimated relative error (over the first n
+    groups when n is given: the kept modes of a decimation)."""
     prep = spec_or_prep if isinstance(spec_or_prep, _Prepared) else _Prepared(spec_or_prep)
-    br = bracket(prep.N, prep.trace, prep.inv_trace, float(P), float(T))
+    if n is None:
+        N, trace, inv_trace = prep.N, prep.trace, prep.inv_trace
+    else:
+        N, trace, inv_trace = prep.prefix(n)
+    br = bracket(N, trace, inv_trace, float(P), float(T))
     if br is None:
         return 0.0, 0.0
     lo, hi = br
@@ -112,7 +127,7 @@ def solve_kappa(spec_or_prep, P, T, u0=None) -> tuple[float, float]:
         return lo, _EPS
     u_lo, u_hi = math.log(lo), math.log(hi)
     u_start = 0.5 * (u_lo + u_hi) if u0 is None else float(u0)
-    u, slope, _ = prep.mo.solve(P, T, u_lo, u_hi, u_start)
+    u, slope, _ = prep.mo.solve(P, T, u_lo, u_hi, u_start, n)
     # h carries a few ulps of rounding (compensated / moment sums); δu ≈ δF / |F'|
     rel = 8.0 * _EPS / max(slope, 1e-300) + 4.0 * _EPS * max(1.0, abs(u))
     return math.exp(u), rel

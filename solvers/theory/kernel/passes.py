@@ -75,62 +75,72 @@ def _direct(lam, mult, c2, t, i0, i1):
 
 
 @njit(cache=True)
-def sums(lam, neglam, mult, c2, t, block, Hp, HCp, As, ACs, use_moments):
-    """(S_L, S_LL, S_Lq, B) at κ_S = t (t = 0: L = 1 everywhere)."""
-    G = lam.size
+def sums(lam, neglam, mult, c2, t, block, Hp, HCp, As, ACs, use_moments, n):
+    """(S_L, S_LL, S_Lq, B) at κ_S = t over the first ``n`` groups (t = 0: L = 1)."""
     if t == 0.0:
         s = 0.0
-        for i in range(G):
+        for i in range(n):
             s += mult[i]
         return s, s, 0.0, 0.0
     if not use_moments:
-        return _direct(lam, mult, c2, t, 0, G)
+        return _direct(lam, mult, c2, t, 0, n)
     nJ = Hp.shape[1] - 1
     nb = Hp.shape[0] - 1
-    # head: groups with λ ≥ t/ρ, floored to whole blocks; tail: λ ≤ ρ t, ceiled
+    # head: groups with λ ≥ t/ρ, floored to whole blocks; tail: λ ≤ ρ t, ceiled to whole
+    # blocks.  Over a prefix [0, n): head blocks [0, hb), explicit groups, tail blocks
+    # [tb, nbn) (suffix-moment differences), explicit remainder of the last partial block.
     n_head = np.searchsorted(neglam, -t / RHO, side="right")
     bh = n_head // block
     n_tail = np.searchsorted(neglam, -RHO * t, side="left")
     bt = min((n_tail + block - 1) // block, nb)
-    i0 = bh * block
-    i1 = min(bt * block, G)
-    sL, sLL, sLq, bias = _direct(lam, mult, c2, t, i0, i1)
-    if bh > 0:
+    nbn = n // block
+    hb = min(bh, nbn)
+    tail = bt < nbn
+    lo = hb * block
+    hi = bt * block if tail else n
+    sL, sLL, sLq, bias = _direct(lam, mult, c2, t, lo, hi)
+    if tail:
+        r0, r1, r2, r3 = _direct(lam, mult, c2, t, nbn * block, n)
+        sL += r0
+        sLL += r1
+        sLq += r2
+        bias += r3
+    if hb > 0:
         # head: L = Σ (−y)^j, L(1−L) = −Σ j (−y)^j, L² = Σ (j+1)(−y)^j,
         #       (1−L)² = Σ_{j≥2} (j−1)(−y)^j   with y = t/λ
         pw = 1.0
         for j in range(nJ + 1):
-            h = pw * Hp[bh, j]
+            h = pw * Hp[hb, j]
             sL += h
             sLL += (j + 1) * h
             sLq -= j * h
             if j >= 2:
-                bias += (j - 1) * pw * HCp[bh, j]
+                bias += (j - 1) * pw * HCp[hb, j]
             pw *= -t
-    if bt < nb:
+    if tail:
         # tail: L = −Σ_{j≥1} (−r)^j, L(1−L) = −Σ j (−r)^j, L² = Σ_{j≥2} (j−1)(−r)^j,
         #       (1−L)² = Σ (j+1)(−r)^j   with r = λ/t
         pw = 1.0
         inv_t = 1.0 / t
         for j in range(nJ + 1):
-            a = pw * As[bt, j]
+            a = pw * (As[bt, j] - As[nbn, j])
             if j >= 1:
                 sL -= a
                 sLq -= j * a
             if j >= 2:
                 sLL += (j - 1) * a
-            bias += (j + 1) * pw * ACs[bt, j]
+            bias += (j + 1) * pw * (ACs[bt, j] - ACs[nbn, j])
             pw *= -inv_t
     return sL, sLL, sLq, bias
 
 
 @njit(cache=True)
 def solve_log_kappa(lam, neglam, mult, c2, block, Hp, HCp, As, ACs, use_moments,
-                    P, T, u_lo, u_hi, u0, t_lo, t_hi):
+                    P, T, u_lo, u_hi, u0, t_lo, t_hi, n):
     """Safeguarded Newton on F(u) = log h(e^u), h(κ) = T/κ + S_L(κ/P)/P, inside [u_lo, u_hi].
 
     Returns (u, |F'| at the root, iterations).  Moments are used only for κ_S in
-    [t_lo, t_hi] (where their powers are representable)."""
+    [t_lo, t_hi] (where their powers are representable).  Only the first n groups count."""
     u = u0
     if not (u_lo < u < u_hi):
         u = 0.5 * (u_lo + u_hi)
@@ -139,7 +149,7 @@ def solve_log_kappa(lam, neglam, mult, c2, block, Hp, HCp, As, ACs, use_moments,
         kappa = math.exp(u)
         t = kappa / P
         um = use_moments and t_lo <= t <= t_hi
-        sL, sLL, sLq, bias = sums(lam, neglam, mult, c2, t, block, Hp, HCp, As, ACs, um)
+        sL, sLL, sLq, bias = sums(lam, neglam, mult, c2, t, block, Hp, HCp, As, ACs, um, n)
         h = T / kappa + sL / P
         dh = -T / kappa - sLq / P
         F = math.log(h)
@@ -201,15 +211,19 @@ class Moments:
         self.t_lo, self.t_hi = 1e-20, 1e20
         self.use = True
 
-    def sums(self, t):
+    def sums(self, t, n=None):
+        """The four sums at κ_S = t over the first n groups (default: all)."""
+        n = self.lam.size if n is None else int(n)
         um = self.use and self.t_lo <= t <= self.t_hi
         return sums(self.lam, self.neglam, self.mult, self.c2, float(t), self.block,
-                    self.Hp, self.HCp, self.As, self.ACs, um)
+                    self.Hp, self.HCp, self.As, self.ACs, um, n)
 
-    def sums_direct(self, t):
-        return _direct(self.lam, self.mult, self.c2, float(t), 0, self.lam.size)
+    def sums_direct(self, t, n=None):
+        n = self.lam.size if n is None else int(n)
+        return _direct(self.lam, self.mult, self.c2, float(t), 0, n)
 
-    def solve(self, P, T, u_lo, u_hi, u0):
+    def solve(self, P, T, u_lo, u_hi, u0, n=None):
+        n = self.lam.size if n is None else int(n)
         return solve_log_kappa(self.lam, self.neglam, self.mult, self.c2, self.block, self.Hp,
                                self.HCp, self.As, self.ACs, self.use, float(P), float(T),
-                               u_lo, u_hi, u0, self.t_lo, self.t_hi)
+                               u_lo, u_hi, u0, self.t_lo, self.t_hi, n)

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from solvers.theory.kernel.eigenlearning import KernelError, _Prepared, solve_kappa
-from solvers.theory.kernel.spectrum import KernelSpectrum
 
 
 @dataclass
@@ -38,8 +38,8 @@ class Approx:
     ridge_eff: float | None = None
 
 
-def equivalent_kernel(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0) -> list[Approx]:
-    prep = _Prepared(spec)
+def equivalent_kernel(spec, Ps, T=0.0, sigma2=0.0) -> list[Approx]:
+    prep = _prep(spec)
     out = []
     for P in Ps:
         P = float(P)
@@ -52,65 +52,81 @@ def equivalent_kernel(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0) -> list[Appro
     return out
 
 
-def decimation_cut(lam, mult, P, T, cut):
+@njit(cache=True)
+def _first_cut(lam, tail, P, T, cut):
+    # smallest n whose first dropped group is unlearnable at the decimated ridge T + tail[n]
+    for n in range(lam.size):
+        if lam[n] * (1.0 - cut) * P < cut * (T + tail[n]):
+            return n
+    return lam.size
+
+
+def _tails(prep):
+    """Suffix sums Σ_{i≥n} m λ and Σ_{i≥n} m c² (cached on the prepared spectrum)."""
+    if getattr(prep, "_tails", None) is None:
+        z = np.zeros(1)
+        prep._tails = (np.concatenate([np.cumsum((prep.mult * prep.lam)[::-1])[::-1], z]),
+                       np.concatenate([np.cumsum((prep.mult * prep.c2)[::-1])[::-1], z]))
+    return prep._tails
+
+
+def decimation_cut(lam, mult, P, T, cut, tail=None):
     """Number of kept groups n and the decimated ridge T(Λ') for learnability cut ``cut``."""
     if not 0.0 < cut < 1.0:
         raise KernelError(f"rg_cut = {cut} must be in (0, 1)")
-    # tail[n] = Σ_{i ≥ n} m λ (groups n.. dropped), tail[G] = 0
-    tail = np.concatenate([np.cumsum((mult * lam)[::-1])[::-1], [0.0]])
-    Tn = T + tail[:-1]                     # ridge when group n is the first dropped one
-    dropped_first = lam * (1.0 - cut) * P < cut * Tn
-    idx = np.flatnonzero(dropped_first)
-    n = int(idx[0]) if idx.size else lam.size
+    if tail is None:
+        tail = np.concatenate([np.cumsum((mult * lam)[::-1])[::-1], [0.0]])
+    n = int(_first_cut(np.ascontiguousarray(lam, dtype=np.float64), tail, float(P), float(T),
+                       float(cut)))
     return n, float(T + tail[n])
 
 
-def _decimated(prep, n):
-    """Sub-arrays of the kept groups and the UV target power."""
-    uv_power = float(np.dot(prep.mult[n:], prep.c2[n:]))
-    return prep.lam[:n], prep.mult[:n], prep.c2[:n], uv_power
+def _uv_power(prep, n):
+    """Target power of the decimated (UV) groups n.."""
+    return float(_tails(prep)[1][n])
 
 
-def rg_ek(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
-    prep = _Prepared(spec)
+def _prep(spec_or_prep):
+    return spec_or_prep if isinstance(spec_or_prep, _Prepared) else _Prepared(spec_or_prep)
+
+
+def rg_ek(spec, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
+    prep = _prep(spec)
     out = []
     for P in Ps:
         P = float(P)
-        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut)
-        lam, mult, c2, uv = _decimated(prep, n)
+        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut, _tails(prep)[0])
+        uv = _uv_power(prep, n)
         kS = Tn / P
-        if n:
-            _, sL2, _, bias = _Prepared(None, lam, mult, c2, moments=False).sums(kS)
-        else:
-            sL2 = bias = 0.0
+        _, sL2, _, bias = prep.sums(kS, n) if n else (0.0, 0.0, 0.0, 0.0)
         gamma = sL2 / P
         eps = bias + uv + (float(sigma2) + uv) * gamma
-        out.append(Approx(P, Tn, kS, gamma, eps, n, int(mult.sum()), Tn))
+        out.append(Approx(P, Tn, kS, gamma, eps, n, int(prep.prefix(n)[0]), Tn))
     return out
 
 
-def rg_gda(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
-    prep = _Prepared(spec)
+def rg_gda(spec, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
+    prep = _prep(spec)
     out = []
     for P in Ps:
         P = float(P)
-        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut)
-        lam, mult, c2, uv = _decimated(prep, n)
+        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut, _tails(prep)[0])
+        uv = _uv_power(prep, n)
         noise = float(sigma2) + uv
         if n == 0:
             out.append(Approx(P, Tn, Tn / P, 0.0, uv, 0, 0, Tn))
             continue
-        sub = _Prepared(None, lam, mult, c2, moments=False)
-        kappa, _ = solve_kappa(sub, P, Tn)
+        N_kept = prep.prefix(n)[0]
+        kappa, _ = solve_kappa(prep, P, Tn, n=n)
         kS = kappa / P
-        _, sL2, sLq, bias = sub.sums(kS)
+        _, sL2, sLq, bias = prep.sums(kS, n)
         gamma = sL2 / P
-        omg = (Tn / kS + sLq) / P if kappa > 0 else (P - sub.N) / P
+        omg = (Tn / kS + sLq) / P if kappa > 0 else (P - N_kept) / P
         if omg <= 0:
             if noise > 0:
                 raise KernelError(f"rg_gda: ridgeless noisy regression at P = {P:g} = rank")
             eps = uv
         else:
             eps = uv + (bias + noise * gamma) / omg
-        out.append(Approx(P, kappa, kS, gamma, eps, n, int(sub.N), Tn))
+        out.append(Approx(P, kappa, kS, gamma, eps, n, int(N_kept), Tn))
     return out
