@@ -230,3 +230,31 @@ def test_bad_input_is_refused(pl2000, bad, match):
         learning_curves(pl2000, kw.pop("Ps"), **kw)
     with pytest.raises(ValueError, match="must be > 0"):
         explicit([1, -0.5])
+
+
+def test_block_moments_equal_compensated_direct_sums():
+    """The head/tail series over block moments (any prefix of the groups) against the
+    compensated direct sum: 1e-13 (they are ~1e-15 apart)."""
+    from solvers.theory.kernel.passes import Moments
+    rng = np.random.default_rng(0)
+    for a, b, M in ((2, 2, 300_000), ("1.5", "2.5", 300_000), (2, 6, 100_000)):
+        spec = power_law(a, M, b)
+        mo = Moments(spec.lam, spec.mult, spec.c2)
+        assert mo.use
+        for t in (1e-3, 1e-6, 3e-9):
+            for n in [M, M - 1, 256, 257, 255 * 256] + list(rng.integers(1, M, 4)):
+                x, y = np.array(mo.sums(t, n)), np.array(mo.sums_direct(t, n))
+                assert np.all(np.abs(x - y) <= 1e-13 * np.abs(y)), (a, t, n, x, y)
+
+
+def test_rg_with_moments_equals_direct(pl2e6):
+    from solvers.theory.kernel.eigenlearning import _Prepared
+    spec = pl2e6[(2, 2)]
+    fast, slow = _Prepared(spec), _Prepared(spec, moments=False)
+    for T in (0.0, 1e-2):
+        for f, s in ((rg_ek(fast, [300, 3000], T, 1e-2), rg_ek(slow, [300, 3000], T, 1e-2)),
+                     (rg_gda(fast, [300, 3000], T, 1e-2), rg_gda(slow, [300, 3000], T, 1e-2))):
+            for x, y in zip(f, s):
+                assert x.kept_groups == y.kept_groups
+                assert x.eps_g == pytest.approx(y.eps_g, rel=1e-12)
+                assert x.kappa == pytest.approx(y.kappa, rel=1e-12)
