@@ -21,6 +21,7 @@ from solvers.theory.kernel.spectrum import KernelSpectrum
 
 MAX_MODES = 50_000
 MAX_P = 20_000
+MAX_ENTRIES = 60_000_000          # design P x M plus kernel P x P, float64: ~0.5 GB
 
 
 def _modes(spec: KernelSpectrum):
@@ -80,6 +81,9 @@ def _kernel_mc(spec, Ps, settings, trials, seed, single, progress):
     lam, c = _modes(spec)
     M = lam.size
     Pmax = max(Ps)
+    if Pmax * (Pmax + M) > MAX_ENTRIES:
+        raise KernelError(f"P = {Pmax} with {M} modes is too large for the Monte Carlo "
+                          f"(P (P + M) > {MAX_ENTRIES:.0e} matrix entries)")
     errs = np.zeros((len(settings), len(Ps), trials))
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(trials)]
     for t in range(trials):
