@@ -153,6 +153,14 @@ def test_ridgeless_exponents(pl2e6, ab, want, tol):
     assert _slope(P, [p.kappa_S for p in pts]) == pytest.approx(-a, abs=tol)
 
 
+@pytest.mark.parametrize("ab,want", [((2, 2), -0.5), ((2, 6), -2.0)])
+def test_bias_exponent_at_fixed_ridge(pl2e6, ab, want):
+    """Fixed T = 1 (κ → T once √(P T) ≫ 1): bias ∝ P^−min((b−1)/a, 2)."""
+    P = np.geomspace(1e3, 3e4, 8)
+    pts = eigenlearning(pl2e6[ab], P, 1.0, 0.0)
+    assert _slope(P, [p.eps_g for p in pts]) == pytest.approx(want, abs=0.03)
+
+
 def test_noise_exponent_at_fixed_ridge(pl2e6):
     """Fixed T: the noise part σ²γ/(1−γ) ∝ P^−(1 − 1/a) (a = 2: −1/2)."""
     spec = pl2e6[(2, 2)]
