@@ -11,7 +11,6 @@ and its per-P time is compared with ours; both answers are compared as well.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
