@@ -106,6 +106,7 @@ def test_explicit_lists(tmp_path, capsys):
     ("[kernel]\nP = [4]\n", "neither"),
     ("[kernel]\na = 2\nP = [4]\nmethods = [\"svm\"]\n", "methods[0]"),
     ("[kernel]\na = 2\nP = [4]\nfoo = 1\n", "unknown key 'foo'"),
+    ("[kernel]\na = 2\nM = 1000000000\nP = [4]\n", "M = 1000000000"),
     ("[kernel]\na = 2\n", "missing required key 'P'"),
     ("[kernel]\na = 2\nP = [4]\n[extra]\nx = 1\n", "unknown section"),
     ("[data]\nL = 4\nbeta = 1\n[kernel]\nP = [4]\n", "missing required key 'N'"),

@@ -29,7 +29,8 @@ _NUM = "list of numbers or decimal strings"
 
 KERNEL_SCHEMA = {
     "a": (convert.exact, None, check.gt(0)),
-    "M": (convert.int, None, check.ge(1)),
+    "M": (convert.int, None, check.rule(lambda v: 1 <= v <= 50_000_000,
+                                         "must be between 1 and 50000000")),
     "eigenvalues": (convert.list_of(convert.exact, _NUM), None, check.each(check.gt(0))),
     "target_b": (convert.exact, None, None),
     "target": (convert.list_of(convert.exact, _NUM), None, check.each(check.ge(0))),

@@ -25,6 +25,7 @@ import numpy as np
 # float64 is used only when every eigenvalue and target power (and λ·P, 1/λ sums) stays
 # comfortably inside the normal range; beyond this, mpmath takes over.
 _LOG10_SAFE = 250.0
+MAX_MODES = 50_000_000
 
 
 def _log10(x) -> float:
@@ -118,6 +119,9 @@ def power_law(a, M: int, b=None) -> KernelSpectrum:
     M = int(M)
     if M < 1:
         raise ValueError(f"M must be >= 1, got {M}")
+    if M > MAX_MODES:
+        raise ValueError(f"M = {M} modes is more than this machine-independent cap "
+                         f"({MAX_MODES}: float64 arrays plus block moments in memory)")
     if not a > 0:
         raise ValueError(f"a must be > 0, got {float(a)}")
     logM = math.log10(M)
