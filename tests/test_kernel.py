@@ -266,3 +266,21 @@ def test_rg_with_moments_equals_direct(pl2e6):
                 assert x.kept_groups == y.kept_groups
                 assert x.eps_g == pytest.approx(y.eps_g, rel=1e-12)
                 assert x.kappa == pytest.approx(y.kappa, rel=1e-12)
+
+
+def test_slides_literal_reading_is_12_to_14_percent_high(pl2000):
+    """Erratum check: the slides' "T + ⟨∫(f−y)²⟩_MF" read with the bias included overestimates
+    E_g by 12–14 % (a = b = 2, ridgeless, P = 16…256); eigenlearning itself is validated
+    against the Monte Carlo in test_kernel_mc.py."""
+    from solvers.theory.kernel.slides import slides_literal
+    Ps = [16, 64, 256]
+    lit = slides_literal(pl2000, Ps)
+    eig = eigenlearning(pl2000, Ps, 0.0)
+    ratios = [a.eps_g / b.eps_g for a, b in zip(lit, eig)]
+    assert all(1.11 < r < 1.15 for r in ratios), ratios
+    # its κ solves the literal equation (independent check of the root)
+    lam, c2 = pl2000.lam, pl2000.c2
+    for p in lit:
+        L = lam / (lam + p.kappa_S)
+        rhs = float(np.sum(lam * (1 - L)) + np.sum((1 - L) ** 2 * c2))
+        assert p.kappa == pytest.approx(rhs, rel=1e-12)
