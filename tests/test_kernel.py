@@ -284,3 +284,29 @@ def test_slides_literal_reading_is_12_to_14_percent_high(pl2000):
         L = lam / (lam + p.kappa_S)
         rhs = float(np.sum(lam * (1 - L)) + np.sum((1 - L) ** 2 * c2))
         assert p.kappa == pytest.approx(rhs, rel=1e-12)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(logs=st.lists(st.floats(-12, 3), min_size=1, max_size=25, unique=True),
+       mults=st.lists(st.integers(1, 50), min_size=25, max_size=25),
+       P=st.floats(0.5, 2000), logT=st.one_of(st.none(), st.floats(-14, 4)))
+def test_solver_on_random_spectra(logs, mults, P, logT):
+    """Random spectra with multiplicities, any P and ridge: the float64 root is within its own
+    error estimate of the 30-digit root of the other form, and E_g is finite and ≥ 0."""
+    lam = [10.0 ** x for x in logs]
+    spec = explicit(lam, target=[1.0] * len(lam), multiplicities=mults[:len(lam)])
+    T = 0.0 if logT is None else 10.0 ** logT
+    if T == 0 and P == spec.modes:
+        return
+    pt = eigenlearning(spec, [P], T, 0.0)[0]
+    assert math.isfinite(pt.eps_g) and pt.eps_g >= 0
+    with mpmath.workdps(30):
+        l_mp, _, m_mp = spec.mp_values()
+        ref = float(solve_kappa_S_mp(l_mp, m_mp, P, mpmath.mpf(T)) * P)
+    if ref == 0:
+        assert pt.kappa == 0
+    else:
+        assert abs(pt.kappa - ref) <= max(4 * pt.rel_err, 1e-13) * ref
