@@ -1,7 +1,8 @@
 """Tests of the finite-N SGD simulator (solvers/sim/simulate.py).
 
-K = 2 exercises the row-layout kernel and K = 8 the fused column-layout kernel
-(see simulate._COLUMN_KERNEL_MIN_K); both must satisfy every contract.
+K = 2 exercises the row-layout kernel and K = 8 the fused column-layout kernel (the fixture
+below lowers simulate._COLUMN_KERNEL_MIN_K to 8 so that small cases reach it); both must
+satisfy every contract.
 """
 import math
 
@@ -16,6 +17,11 @@ from solvers.sim.simulate import (
     simulate,
     simulate_many,
 )
+
+@pytest.fixture(autouse=True)
+def _column_kernel_from_k8(monkeypatch):
+    monkeypatch.setattr(sim, "_COLUMN_KERNEL_MIN_K", 8)
+
 
 TINY = dict(activation="erf", K=2, M=3, N=32, eta=0.5, sigma_J=0.3, alphas=[0, 1, 4, 10],
             L=4, beta=1.0)

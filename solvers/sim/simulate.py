@@ -94,11 +94,12 @@ MAX_STEPS = 10**12
 _ACT_CODE = {"erf": 0, "linear": 1}
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-# Below this K the row kernel (K dot products with 8 partial sums each) is faster; from here on
-# the fused column kernel, which streams J once per step and vectorises across i, wins.  Measured
-# on a 2-core AMD EPYC (steps/s, rows vs columns): N=1024 K=2 190k vs 137k; K=8 ~90k vs 118k;
-# N=512 K=40 58k vs 120k.
-_COLUMN_KERNEL_MIN_K = 8
+# Below this K the row kernel (vectorised dot products, J streamed once per step) is faster; from
+# here on the fused column kernel, which vectorises across i, is level with it.  Measured with the
+# xoshiro inputs on a 2-core AMD EPYC (Zen 4), steps per CPU-second, rows vs columns: N=1024
+# K=4 222k vs 128k, K=8 127k vs 109k, K=16 83k vs 60k; N=512 K=40 51k vs 46k; N=256 K=40 110k vs
+# 113k; N=7000 K=40 1430 vs 1520.  (The tests lower it to 8 to exercise both kernels cheaply.)
+_COLUMN_KERNEL_MIN_K = 32
 # Steps per kernel call: only sets how often the progress bar moves (about 10^7 multiply-adds).
 _CALL_WORK = 1 << 23
 # Held-out samples per batch, bounded in memory (about 8 MB of inputs).
@@ -118,6 +119,8 @@ class SimulationResult:
     seed, N      as given
     steps_per_second  SGD steps per wall-clock second inside the stepping loop (excludes set-up,
                  records and held-out estimates)
+    steps_per_cpu_second  the same per second of this thread's CPU time (what one core does
+                 when others share the machine; NaN where the OS has no thread clock)
     eps_g_holdout  Monte-Carlo estimate of eps_g on ``eps_holdout`` fresh samples per alpha, or None
     J_final      (K, N) student weights at the last alpha *in the eigenbasis* (J~ = J W)
     config       the remaining arguments (activation, K, M, eta, sigma_J, rotate, n_trainable,
@@ -135,6 +138,7 @@ class SimulationResult:
     N: int
     steps_per_second: float
     eps_g_holdout: np.ndarray | None = None
+    steps_per_cpu_second: float = float("nan")
     J_final: np.ndarray | None = None
     config: dict = field(default_factory=dict)
 
@@ -663,6 +667,13 @@ def _result(st: _Setup, R1, Q1, T1, init_modes, rate, holdout, J_final):
         J_final=J_final, config=st.config())
 
 
+def _thread_time():
+    try:
+        return time.thread_time()
+    except (AttributeError, OSError):
+        return float("nan")
+
+
 def _progress_bar(enabled, total):
     from tqdm.auto import tqdm
     return tqdm(total=int(total), disable=not enabled, unit="step", unit_scale=True,
@@ -721,15 +732,16 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
 
     per_call = max(1, _CALL_WORK // (st.N * (st.K + st.M)))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
-    done, stepping_time = 0, 0.0
+    done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
         for target in st.steps:
             while done < target:
                 n = int(min(per_call, target - done))
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), _thread_time()
                 bad = steps_fn(g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
                                z, x, y)
                 stepping_time += time.perf_counter() - t0
+                stepping_cpu += _thread_time() - c0
                 if bad >= 0:
                     raise _blowup(done + bad, st.N)
                 done += n
@@ -745,7 +757,9 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
                 holdout.append(_holdout_eps(st, g_hold, Jrow, Bt, scale))
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     J_final = np.array(Jw.T if columns else Jw)
-    return _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J_final)
+    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J_final)
+    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    return res
 
 
 def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
@@ -795,12 +809,12 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
 
     T1 = level1(B, B)
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
-    done, stepping_time = 0, 0.0
+    done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     # Overflow is reported once, as FloatingPointError, not as a stream of NumPy warnings.
     with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
                                                                     invalid="ignore"):
         for target in st.steps:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _thread_time()
             while done < target:
                 zt = draw()
                 xi = zt if W is None else W @ zt
@@ -813,6 +827,7 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
                 J += np.outer(st.eta * sqM / st.K * delta * gp(x), grad / sqN)
                 done += 1
             stepping_time += time.perf_counter() - t0
+            stepping_cpu += _thread_time() - c0
             bar.update(int(target) - bar.n)
             R1s.append(level1(J, B))
             Q1s.append(level1(J, J))
@@ -821,7 +836,9 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
                 Btil = B if W is None else B @ W
                 holdout.append(_holdout_eps(st, g_hold, Jtil, Btil, scale))
     rate = done / stepping_time if stepping_time > 0 else float("nan")
-    return _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
+    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
+    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    return res
 
 
 def _available_cpus():
