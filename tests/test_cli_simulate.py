@@ -145,3 +145,17 @@ def test_absurd_alpha_max_is_one_line(tmp_path, capsys):
     spec = _write(tmp_path, SPEC.replace("alpha_max = 20", "alpha_max = 1e300"))
     code, out, err = _run(["simulate", spec, "--no-progress"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("data", ["L = 16\nbeta = 1.0", "L = 7\nbeta = 0.37",
+                                  "eigenvalues = [\"0.3333333333333333333333\", 2.5, 0.1]"])
+def test_simulator_spectrum_matches_the_ode_spectrum(tmp_path, data):
+    """The command's mpmath spectrum (no SymPy at start-up) vs the SymPy spectrum of solve."""
+    from solvers.app.cli.simulate import eigenvalues_of
+    from solvers.app.solve import spectrum_of
+    text = SPEC.replace("L = 4\nbeta = 1.0\nN = 64", data + "\nN = 336")
+    spec = load_spec(_write(tmp_path, text))
+    ours = np.array(eigenvalues_of(spec))
+    exact = np.array([float(v) for v in spectrum_of(spec).eigenvalues])
+    assert np.all(np.abs(ours - exact) <= np.spacing(exact)), ours - exact
+    assert np.all(np.diff(ours) < 0)

@@ -70,8 +70,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from scipy.special import erf
-
 from solvers.sim.normals import fill_normals, seed_state
 from solvers.sim.normals import standard_normal as _xoshiro_normals
 
@@ -632,6 +630,12 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenval
                    n_trainable=n_trainable, untrainable=untrainable)
     *_, Jt, Bt = _initial_weights(st)
     return _init_modes(st, Jt, Bt)
+
+
+def erf(u):
+    """scipy.special.erf, imported on first use (SciPy adds ~0.3 s to the command's start-up)."""
+    from scipy.special import erf as _erf
+    return _erf(u)
 
 
 def _holdout_eps(st: _Setup, rng, Jt, Bt, scale):

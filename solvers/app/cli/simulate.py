@@ -32,6 +32,7 @@ from __future__ import annotations
 import sys
 import time
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -84,9 +85,26 @@ def simulate_options(spec) -> dict:
 
 
 def eigenvalues_of(spec) -> list[float]:
-    """The spectrum the ODEs use (``solve.spectrum_of``), descending, rounded to float64."""
-    from solvers.app.solve import spectrum_of
-    return [float(v) for v in spectrum_of(spec).eigenvalues]
+    """The spectrum the ODEs use (``solve.spectrum_of``), descending, as float64.
+
+    Computed here with mpmath at 40 digits and rounded once, rather than through the SymPy
+    spectrum: importing SymPy would cost this command about a second of start-up, which is as
+    long as a million SGD steps.  The values are the correctly rounded eigenvalues; the ODE side
+    rounds SymPy's evaluation of the same exact numbers, so the two agree to an ulp (checked in
+    tests/test_cli_simulate.py).
+    """
+    import mpmath
+    d = spec.data
+    with mpmath.workdps(40):
+        if d.eigenvalues is not None:
+            lam = [mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
+                   for v in d.eigenvalues]
+        else:
+            beta = Fraction(d.beta)
+            e = -(1 + mpmath.mpf(beta.numerator) / beta.denominator)
+            raw = [mpmath.mpf(l) ** e for l in range(1, d.L + 1)]
+            lam = [d.L * r / mpmath.fsum(raw) for r in raw]
+        return sorted((float(v) for v in lam), reverse=True)
 
 
 def simulate_kwargs(spec, options: dict) -> dict:
