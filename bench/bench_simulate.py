@@ -67,7 +67,7 @@ def _floor_rate(N, steps):
             normals.fill_normals(state, bits, s, z)
 
     state = normals.seed_state(0)
-    bits, s, z = np.empty(N, np.uint64), np.linspace(0.5, 2.0, N), np.empty(N)
+    bits, s, z = np.empty(2 * N, np.uint64), np.linspace(0.5, 2.0, N), np.empty(N)
     draw_only(state, bits, s, z, 1)
     t0, c0 = time.perf_counter(), time.thread_time()
     draw_only(state, bits, s, z, steps)

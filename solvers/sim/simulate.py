@@ -583,7 +583,7 @@ def _input_source(st: _Setup):
         return (np.random.Generator(np.random.PCG64(child)),
                 np.zeros((4, 0), dtype=np.uint64), np.zeros(0, dtype=np.uint64))
     return (np.random.Generator(np.random.PCG64(0)), seed_state(child),
-            np.empty(st.N, dtype=np.uint64))
+            np.empty(2 * st.N, dtype=np.uint64))
 
 
 def _haar_orthogonal(rng, N):
