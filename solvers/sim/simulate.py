@@ -47,7 +47,7 @@ teacher B, the student J, the rotation W, the training inputs and the held-out i
 training trajectory does not depend on ``eps_holdout``, ``rotate`` does not change J or B, and
 supplying J0 does not change the data.  Training sample t consumes the t-th block of N normals of
 the input stream.  That stream is, by default (``generator="xoshiro"``), 16 xoshiro256++ lanes
-seeded from child 3 with a ziggurat transform (``solvers/sim/normals.py``: 2.0 ns per normal on
+seeded from child 3 with a ziggurat transform (``solvers/sim/normals.py``: 1.8 ns per normal on
 this machine against 3.2 ns for NumPy's PCG64 called from numba); ``generator="numpy"`` keeps
 the reference stream, a PCG64 Generator on child 3, drawn exactly as ``rng.standard_normal(N)``
 would (numba implements NumPy's ziggurat bit for bit).  ``naive_simulate`` draws the same stream
@@ -708,7 +708,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     progress: tqdm bar over steps.  J0 (K, N), B0 (M, N): optional initial weights in the
     original basis, replacing the random draws.
     generator: source of the training inputs, "xoshiro" (default: xoshiro256++ lanes and a
-    ziggurat, solvers/sim/normals.py, about 1.6x cheaper per normal) or "numpy" (NumPy's PCG64
+    ziggurat, solvers/sim/normals.py, about 1.7x cheaper per normal) or "numpy" (NumPy's PCG64
     stream, the reference).  The weights, the rotation and the held-out samples do not depend on it.
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
