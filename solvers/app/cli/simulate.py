@@ -5,7 +5,7 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
 
     [simulate]
     seeds = [0, 1, 2]        # default: [training.seed]
-    n_jobs = 2               # worker processes for several seeds (default: all cores)
+    n_jobs = 2               # threads for several seeds (default: all cores)
     n_trainable = 100        # only the first N_l eigen-directions are trainable (default: all N)
     untrainable = "zero"     # or "frozen": initial value of the untrainable components
     eps_holdout = 0          # > 0: also estimate eps_g on that many fresh samples per alpha
