@@ -1,84 +1,239 @@
-"""Benchmark of the SGD simulator: numba kernels vs the per-sample NumPy loop, and simulate_many.
+"""Benchmark of the SGD simulator: step loop, whole command, generator floor, seeds x cores.
 
-    .venv/bin/python bench/bench_simulate.py [--quick]
+    .venv/bin/python bench/bench_simulate.py [--quick] [--repeat R]
 
-Prints a Markdown table.  Rates are SGD steps per second of the stepping loop (both simulators
-measure it the same way: set-up and record points excluded), best of ``--repeat`` runs, because
-other processes on a shared machine only ever slow a run down.  The naive loop runs fewer steps;
-its rate does not depend on the number of steps.
+Prints Markdown tables (paste them into BENCHMARKS.md).  The machine is shared, so every row
+carries the 1-minute load average measured next to it, repetitions are interleaved (round r runs
+every variant once before round r + 1 starts), and each rate is the best of the rounds: other
+processes only ever slow a run down.  Rates are given per wall-clock second and per second of
+this thread's CPU time (what one core does when the machine is shared).
+
+1. Step loop, N in {256, 1024, 7000}, K = M in {2, 40} (erf, L = 8, eta = 0.1):
+   - xoshiro: ``simulate`` with the default input generator (xoshiro256++ lanes + ziggurat);
+   - pcg64:   ``simulate(generator="numpy")``, NumPy's PCG64 stream drawn inside the kernel;
+   - naive:   ``naive_simulate(generator="numpy")``, one NumPy iteration per sample;
+   - floor:   drawing the N inputs of a step alone with the xoshiro generator (and the scale
+     multiply), in a compiled loop: no step loop can beat it.
+2. Whole command: ``scaling-odes simulate`` (a fresh process: interpreter, imports, cached
+   kernels, set-up, records, JSON) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
+   steps / wall time, against the naive loop's rate measured in the same round.
+3. Seeds x cores: 8 seeds, ``simulate_many(n_jobs=2)`` (threads) vs ``n_jobs=1`` (one after the
+   other), interleaved.  The 0.6x target is for an idle machine; the table shows the load.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import platform
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from machine_info import cpu_name, load_avg  # noqa: E402
+from solvers.sim import normals  # noqa: E402
 from solvers.sim.simulate import naive_simulate, simulate, simulate_many  # noqa: E402
 
-CASES = [  # (N, K = M, numba steps, naive steps)
-    (1024, 2, 400_000, 4_000),
-    (512, 40, 100_000, 2_000),
-]
+CASES = [(256, 2), (1024, 2), (7000, 2), (256, 40), (1024, 40), (7000, 40)]
+# multiply-adds per timed run (numba); the naive loop gets 1/40 of it (its rate does not depend
+# on the number of steps)
+WORK = 4e8
 
 
-def _config(N, K, steps):
-    return dict(activation="erf", K=K, M=K, N=N, eta=0.1, sigma_J=0.01, L=16, beta=1.0,
+def load1():
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def _config(N, K, steps, L=8):
+    return dict(activation="erf", K=K, M=K, N=N, eta=0.1, sigma_J=0.01, L=L, beta=1.0,
                 alphas=[steps / N])
 
 
-def _best_rate(fn, repeat, **kw):
-    return max(fn(seed=0, **kw).steps_per_second for _ in range(repeat))
+def _floor_rate(N, steps):
+    """Steps/s (wall, CPU) of drawing N scaled normals per step with the xoshiro generator."""
+    from numba import njit
+
+    @njit(nogil=True)
+    def draw_only(state, bits, s, z, n):
+        for _ in range(n):
+            normals.fill_normals(state, bits, s, z)
+
+    state = normals.seed_state(0)
+    bits, s, z = np.empty(2 * N, np.uint64), np.linspace(0.5, 2.0, N), np.empty(N)
+    draw_only(state, bits, s, z, 1)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    draw_only(state, bits, s, z, steps)
+    return steps / (time.perf_counter() - t0), steps / (time.thread_time() - c0)
+
+
+def _step_rates(fn, **kw):
+    r = fn(seed=0, **kw)
+    return r.steps_per_second, r.steps_per_cpu_second
+
+
+def _best(rows):
+    """Per key: best wall rate, best CPU rate, load average range over the rounds."""
+    out = {}
+    for key, vals in rows.items():
+        wall = max(v[0] for v in vals)
+        cpu = max(v[1] for v in vals)
+        loads = [v[2] for v in vals]
+        out[key] = (wall, cpu, min(loads), max(loads))
+    return out
+
+
+def step_loop_table(repeat, div):
+    rows = {}
+    for N, K in CASES:     # compile / load every kernel first
+        simulate(seed=0, **_config(N, K, 8))
+        simulate(seed=0, generator="numpy", **_config(N, K, 8))
+    _floor_rate(64, 1)
+    for _ in range(repeat):
+        for N, K in CASES:
+            steps = max(200, int(WORK / div / (N * 2 * K)))
+            naive_steps = max(50, steps // 40)
+            for name, fn, kw in (
+                    ("xoshiro", simulate, _config(N, K, steps)),
+                    ("pcg64", simulate, dict(_config(N, K, steps), generator="numpy")),
+                    ("naive", naive_simulate, dict(_config(N, K, naive_steps),
+                                                   generator="numpy"))):
+                rate = _step_rates(fn, **kw)
+                rows.setdefault((N, K, name), []).append((*rate, load1()))
+            rows.setdefault((N, K, "floor"), []).append((*_floor_rate(N, steps), load1()))
+    return _best(rows)
+
+
+def _spec_text(N, K, alpha_max, extra=""):
+    return f"""[model]
+activation = "erf"
+K = {K}
+M = {K}
+[data]
+L = 16
+beta = 1.0
+N = {N}
+[training]
+eta = 0.1
+sigma_J = 0.01
+seed = 0
+[solve]
+alpha_max = {alpha_max}
+n_points = 50
+spacing = "log"
+{extra}"""
+
+
+def whole_command(repeat, div):
+    exe = Path(sys.executable).with_name("scaling-odes")
+    alpha_max = 2000 // div
+    N, K = 1024, 2
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.toml"
+        spec.write_text(_spec_text(N, K, alpha_max))
+        out = Path(tmp) / "out.json"
+        for _ in range(repeat):
+            la = load1()
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run([str(exe), "simulate", str(spec), "-o", str(out), "--no-progress"],
+                           check=True)
+            wall = time.perf_counter() - t0
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+            res = json.loads(out.read_text())
+            steps = round(res["alpha"][-1] * N)
+            inner = res["meta"]["steps_per_second"]
+            # the naive per-sample loop, same round, same model
+            nv = naive_simulate(seed=0, generator="numpy",
+                                **dict(_config(N, K, max(500, 6000 // div), L=16)))
+            rows.append(dict(load=la, wall=wall, cpu=cpu, steps=steps, inner=inner,
+                             naive=nv.steps_per_second, naive_cpu=nv.steps_per_cpu_second,
+                             load_end=load1()))
+    return rows
+
+
+def seeds_cores(repeat, div):
+    kw = _config(1024, 2, 200_000 // div, L=16)
+    simulate(seed=0, **_config(1024, 2, 64, L=16))
+    rows = []
+    seeds = list(range(8))
+    for _ in range(repeat):
+        for n_jobs in (1, 2):
+            la = load1()
+            c0 = time.process_time()
+            t0 = time.perf_counter()
+            simulate_many(seeds, n_jobs=n_jobs, **kw)
+            rows.append(dict(n_jobs=n_jobs, wall=time.perf_counter() - t0,
+                             cpu=time.process_time() - c0, load=la, load_end=load1()))
+    return rows, kw
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="10x fewer steps (smoke run)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per numba measurement")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds")
+    ap.add_argument("--only", choices=("steps", "command", "seeds"), action="append",
+                    help="run only these parts (default: all)")
     args = ap.parse_args(argv)
     div = 10 if args.quick else 1
+    parts = args.only or ["steps", "command", "seeds"]
+    print(f"Machine: {cpu_name()}, {os.cpu_count()} cores; load average at start "
+          f"{load_avg()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
 
-    t0 = time.perf_counter()
-    simulate(seed=0, **_config(64, 2, 64))   # row kernel: compile or load from numba's cache
-    simulate(seed=0, **_config(64, 8, 64))   # column kernel
-    warm = time.perf_counter() - t0
+    if "steps" in parts:
+        best = step_loop_table(args.repeat, div)
+        print("Step loop, steps/s: best of the interleaved rounds, wall | per CPU-second; "
+              "load = 1-min load average over the rounds.  floor = drawing the inputs alone.\n")
+        print("| N | K=M | xoshiro (wall \\| CPU) | PCG64 in kernel | naive NumPy loop "
+              "| floor: draw only | xoshiro / naive (CPU) | floor / xoshiro (CPU) | load |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for N, K in CASES:
+            x, p, n, f = (best[(N, K, k)] for k in ("xoshiro", "pcg64", "naive", "floor"))
+            loads = [v for k in ("xoshiro", "pcg64", "naive", "floor")
+                     for v in best[(N, K, k)][2:]]
+            print(f"| {N} | {K} | {x[0]:,.0f} \\| {x[1]:,.0f} | {p[0]:,.0f} \\| {p[1]:,.0f} "
+                  f"| {n[0]:,.0f} \\| {n[1]:,.0f} | {f[0]:,.0f} \\| {f[1]:,.0f} "
+                  f"| {x[1] / n[1]:.1f}x | {f[1] / x[1]:.2f} | {min(loads):.1f}-{max(loads):.1f} |")
+        print()
 
-    rows = []
-    for N, K, n_fast, n_slow in CASES:
-        fast = _best_rate(simulate, args.repeat, **_config(N, K, n_fast // div))
-        slow = _best_rate(naive_simulate, 1, **_config(N, K, n_slow // div))
-        rows.append((N, K, fast, slow))
+    if "command" in parts:
+        rows = whole_command(args.repeat, div)
+        print(f"Whole command `scaling-odes simulate` (fresh process), N=1024, K=M=2, L=16, "
+              f"alpha <= {2000 // div}, vs the naive per-sample loop in the same round:\n")
+        print("| round | steps | wall s | command steps/s | its step loop steps/s | naive steps/s "
+              "| command / naive | CPU s of the command | load (start-end) |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for i, r in enumerate(rows):
+            rate = r["steps"] / r["wall"]
+            print(f"| {i + 1} | {r['steps']:,} | {r['wall']:.2f} | {rate:,.0f} | {r['inner']:,.0f} "
+                  f"| {r['naive']:,.0f} | **{rate / r['naive']:.1f}x** | {r['cpu']:.2f} "
+                  f"| {r['load']:.1f}-{r['load_end']:.1f} |")
+        print()
 
-    # simulate_many: 2 seeds in parallel processes vs the same 2 runs one after the other.
-    N_many, K_many, n_many = 1024, 2, 1_000_000 // div
-    kw = _config(N_many, K_many, n_many)
-    t0 = time.perf_counter()
-    for s in (0, 1):
-        simulate(seed=s, **kw)
-    t_seq = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    simulate_many([0, 1], n_jobs=2, **kw)
-    t_par = time.perf_counter() - t0
-    t0 = time.perf_counter()  # fixed cost: spawn 2 workers, import, load the cached kernels
-    simulate_many([0, 1], n_jobs=2, **_config(N_many, K_many, N_many))
-    t_start = time.perf_counter() - t0
-
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"load average {load:.2f} at the end; kernel compile/cache load {warm:.1f} s\n")
-    print("| case (erf) | numba steps/s | NumPy loop steps/s | speed-up |")
-    print("|---|---:|---:|---:|")
-    for N, K, fast, slow in rows:
-        print(f"| N={N}, K=M={K} | {fast:,.0f} | {slow:,.0f} | {fast / slow:.1f}x |")
-    print(f"\n| simulate_many (N={N_many}, K=M={K_many}, {n_many:,} steps/seed) | wall time |")
-    print("|---|---:|")
-    print(f"| 2 seeds sequential | {t_seq:.2f} s |")
-    print(f"| 2 seeds, simulate_many(n_jobs=2) | {t_par:.2f} s ({t_seq / t_par:.2f}x) |")
-    print(f"| simulate_many, same but {N_many:,} steps/seed (start-up cost) | {t_start:.2f} s |")
+    if "seeds" in parts:
+        rows, kw = seeds_cores(args.repeat, div)
+        steps = round(kw["alphas"][0] * 1024)
+        print(f"Seeds x cores: 8 seeds x {steps:,} steps (N=1024, K=M=2), simulate_many, "
+              f"interleaved:\n")
+        print("| round | n_jobs | wall s | CPU s (all threads) | load (start-end) |")
+        print("|---:|---:|---:|---:|---|")
+        for i, r in enumerate(rows):
+            print(f"| {i // 2 + 1} | {r['n_jobs']} | {r['wall']:.2f} | {r['cpu']:.2f} "
+                  f"| {r['load']:.1f}-{r['load_end']:.1f} |")
+        seq = [r["wall"] for r in rows if r["n_jobs"] == 1]
+        par = [r["wall"] for r in rows if r["n_jobs"] == 2]
+        ratios = [p / s for s, p in zip(seq, par)]
+        print(f"\nparallel / sequential wall time per round: "
+              f"{', '.join(f'{q:.2f}' for q in ratios)} (best {min(par) / min(seq):.2f})")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,7 @@ def test_same_seed_same_output(tmp_path, capsys):
     ("[simulate]\nseeds = []\n", "non-empty list"),
     ("[simulate]\nuntrainable = \"x\"\n", "untrainable"),
     ("[simulate]\neps_holdout = -1\n", "eps_holdout"),
+    ("[simulate]\ngenerator = \"mt19937\"\n", 'generator = \'mt19937\' must be one of "xoshiro"'),
 ])
 def test_bad_simulate_section_is_one_line(tmp_path, capsys, extra, needle):
     spec = _write(tmp_path, SPEC + extra)
@@ -122,3 +123,39 @@ def test_simulate_needs_random_init(tmp_path, capsys):
 def test_simulate_missing_file(tmp_path, capsys):
     code, _, err = _run(["simulate", tmp_path / "nope.toml"], capsys)
     assert code == 2 and "no such file" in err
+
+
+def test_generator_choice(tmp_path, capsys):
+    """Both input sources run; they are different streams (same weights, same eps_g at alpha 0)."""
+    out = {}
+    for g in ("xoshiro", "numpy"):
+        spec = _write(tmp_path, SPEC + f'[simulate]\ngenerator = "{g}"\n', f"{g}.toml")
+        code, text, err = _run(["simulate", spec, "--json", "--no-progress"], capsys)
+        assert code == 0, err
+        out[g] = json.loads(text)
+        assert out[g]["meta"]["generator"] == g
+    assert out["xoshiro"]["eps_g"][0] == out["numpy"]["eps_g"][0]
+    assert out["xoshiro"]["eps_g"][1:] != out["numpy"]["eps_g"][1:]
+    default = json.loads(_run(["simulate", _write(tmp_path, SPEC), "--json", "--no-progress"],
+                              capsys)[1])
+    assert default["eps_g"] == out["xoshiro"]["eps_g"]
+
+
+def test_absurd_alpha_max_is_one_line(tmp_path, capsys):
+    spec = _write(tmp_path, SPEC.replace("alpha_max = 20", "alpha_max = 1e300"))
+    code, out, err = _run(["simulate", spec, "--no-progress"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("data", ["L = 16\nbeta = 1.0", "L = 7\nbeta = 0.37",
+                                  "eigenvalues = [\"0.3333333333333333333333\", 2.5, 0.1]"])
+def test_simulator_spectrum_matches_the_ode_spectrum(tmp_path, data):
+    """The command's mpmath spectrum (no SymPy at start-up) vs the SymPy spectrum of solve."""
+    from solvers.app.cli.simulate import eigenvalues_of
+    from solvers.app.solve import spectrum_of
+    text = SPEC.replace("L = 4\nbeta = 1.0\nN = 64", data + "\nN = 336")
+    spec = load_spec(_write(tmp_path, text))
+    ours = np.array(eigenvalues_of(spec))
+    exact = np.array([float(v) for v in spectrum_of(spec).eigenvalues])
+    assert np.all(np.abs(ours - exact) <= np.spacing(exact)), ours - exact
+    assert np.all(np.diff(ours) < 0)

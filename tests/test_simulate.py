@@ -1,7 +1,8 @@
 """Tests of the finite-N SGD simulator (solvers/sim/simulate.py).
 
-K = 2 exercises the row-layout kernel and K = 8 the fused column-layout kernel
-(see simulate._COLUMN_KERNEL_MIN_K); both must satisfy every contract.
+K = 2 exercises the row-layout kernel and K = 8 the fused column-layout kernel (the fixture
+below lowers simulate._COLUMN_KERNEL_MIN_K to 8 so that small cases reach it); both must
+satisfy every contract.
 """
 import math
 
@@ -16,6 +17,11 @@ from solvers.sim.simulate import (
     simulate,
     simulate_many,
 )
+
+@pytest.fixture(autouse=True)
+def _column_kernel_from_k8(monkeypatch):
+    monkeypatch.setattr(sim, "_COLUMN_KERNEL_MIN_K", 8)
+
 
 TINY = dict(activation="erf", K=2, M=3, N=32, eta=0.5, sigma_J=0.3, alphas=[0, 1, 4, 10],
             L=4, beta=1.0)
@@ -55,6 +61,29 @@ def test_record_grid_chunking_and_holdout_do_not_change_trajectory(K, monkeypatc
     assert np.array_equal(fine.J_final, coarse.J_final)
 
 
+def test_kernels_release_the_gil():
+    """simulate_many runs seeds in threads: every compiled entry point must drop the GIL."""
+    from solvers.sim import normals
+    for f in (sim._steps_rows, sim._steps_cols, sim._prime_rows, sim._prime_cols, sim._level1,
+              sim._mode_overlaps, normals.fill_normals):
+        assert f.targetoptions.get("nogil") is True, f
+
+
+@pytest.mark.parametrize("K", [2, 8])
+def test_numpy_generator_is_the_reference_stream(K):
+    """generator="numpy": the kernels consume exactly rng.standard_normal(N) per step, so they
+    agree with the literal loop drawing from that stream; and the xoshiro run is a different
+    trajectory from the same initial weights."""
+    kw = {**TINY, "K": K, "generator": "numpy"}
+    a, b = simulate(seed=5, **kw), naive_simulate(seed=5, **kw)
+    for f in ("eps_g", "R1", "Q1", "J_final"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-12, err_msg=f)
+    c = simulate(seed=5, **{**kw, "generator": "xoshiro"})
+    assert np.array_equal(a.T1, c.T1) and np.array_equal(a.R1[0], c.R1[0])
+    assert not np.array_equal(a.J_final, c.J_final)
+    assert a.config["generator"] == "numpy" and c.config["generator"] == "xoshiro"
+
+
 def test_alpha_grid_is_the_one_hit():
     r = simulate(seed=0, **{**TINY, "alphas": [0.5, 0.01, 0.5, 1 / 32]})
     assert np.array_equal(r.alpha, np.array([0, 1, 16]) / 32)  # round(alpha N), sorted, unique
@@ -64,8 +93,9 @@ def test_alpha_grid_is_the_one_hit():
     assert r.steps_per_second > 0
 
 
-def test_simulate_many_matches_sequential_in_order():
-    kw = {**TINY, "alphas": [0, 5], "rotate": True}
+@pytest.mark.parametrize("generator", ["xoshiro", "numpy"])
+def test_simulate_many_matches_sequential_in_order(generator):
+    kw = {**TINY, "alphas": [0, 5], "rotate": True, "generator": generator}
     seeds = [3, 1]
     par = simulate_many(seeds, n_jobs=2, **kw)
     assert [r.seed for r in par] == seeds
@@ -285,6 +315,8 @@ def test_linear_small_eta_feature_scaling(untrainable):
     (dict(untrainable="random"), "untrainable must be 'zero' or 'frozen'"),
     (dict(J0=np.zeros((3, 32))), r"J0 must have shape \(2, 32\)"),
     (dict(rotate="yes"), "rotate must be True or False"),
+    (dict(generator="mt19937"), "generator must be one of"),
+    (dict(alphas=[0, 1e11]), "more than the simulator accepts"),
 ])
 def test_bad_inputs_raise_value_error(change, match):
     kw = {**TINY, "seed": 0, **change}

@@ -5,10 +5,12 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
 
     [simulate]
     seeds = [0, 1, 2]        # default: [training.seed]
-    n_jobs = 2               # worker processes for several seeds (default: all cores)
+    n_jobs = 2               # threads for several seeds (default: all cores)
     n_trainable = 100        # only the first N_l eigen-directions are trainable (default: all N)
     untrainable = "zero"     # or "frozen": initial value of the untrainable components
     eps_holdout = 0          # > 0: also estimate eps_g on that many fresh samples per alpha
+    generator = "xoshiro"    # training inputs: "xoshiro" (fast, default) or "numpy" (PCG64,
+                             # the reference stream)
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
 dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random":
@@ -30,12 +32,15 @@ from __future__ import annotations
 import sys
 import time
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 
 from solvers.app.spec import SpecError, load_spec
 
-SIMULATE_KEYS = ("seeds", "n_jobs", "n_trainable", "untrainable", "eps_holdout")
+# the simulator's input sources, spelled out so that reading a spec does not import numba
+GENERATORS = ("xoshiro", "numpy")
+SIMULATE_KEYS = ("seeds", "n_jobs", "n_trainable", "untrainable", "eps_holdout", "generator")
 
 
 def _is_int(v):
@@ -43,7 +48,8 @@ def _is_int(v):
 
 
 def simulate_options(spec) -> dict:
-    """The validated ``[simulate]`` section: seeds, n_jobs, n_trainable, untrainable, eps_holdout."""
+    """The validated ``[simulate]`` section: seeds, n_jobs, n_trainable, untrainable, eps_holdout,
+    generator."""
     raw = spec.extra.get("simulate", {})
     where = f"{spec.path}: [simulate]"
     for k in raw:
@@ -67,17 +73,38 @@ def simulate_options(spec) -> dict:
     hold = raw.get("eps_holdout", 0)
     if not (_is_int(hold) and hold >= 0):
         raise SpecError(f"{where} eps_holdout = {hold!r} must be an integer >= 0")
+    generator = raw.get("generator", "xoshiro")
+    if generator not in GENERATORS:
+        raise SpecError(f"{where} generator = {generator!r} must be one of "
+                        + ", ".join(f'"{g}"' for g in GENERATORS))
     if spec.training.init != "random":
         raise SpecError(f"{spec.path}: simulate needs training.init = \"random\" "
                         f"(got {spec.training.init!r}): a simulation starts from drawn weights")
     return dict(seeds=seeds, n_jobs=n_jobs, n_trainable=n_tr, untrainable=untrainable,
-                eps_holdout=hold)
+                eps_holdout=hold, generator=generator)
 
 
 def eigenvalues_of(spec) -> list[float]:
-    """The spectrum the ODEs use (``solve.spectrum_of``), descending, rounded to float64."""
-    from solvers.app.solve import spectrum_of
-    return [float(v) for v in spectrum_of(spec).eigenvalues]
+    """The spectrum the ODEs use (``solve.spectrum_of``), descending, as float64.
+
+    Computed here with mpmath at 40 digits and rounded once, rather than through the SymPy
+    spectrum: importing SymPy would cost this command about a second of start-up, which is as
+    long as a million SGD steps.  The values are the correctly rounded eigenvalues; the ODE side
+    rounds SymPy's evaluation of the same exact numbers, so the two agree to an ulp (checked in
+    tests/test_cli_simulate.py).
+    """
+    import mpmath
+    d = spec.data
+    with mpmath.workdps(40):
+        if d.eigenvalues is not None:
+            lam = [mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
+                   for v in d.eigenvalues]
+        else:
+            beta = Fraction(d.beta)
+            e = -(1 + mpmath.mpf(beta.numerator) / beta.denominator)
+            raw = [mpmath.mpf(l) ** e for l in range(1, d.L + 1)]
+            lam = [d.L * r / mpmath.fsum(raw) for r in raw]
+        return sorted((float(v) for v in lam), reverse=True)
 
 
 def simulate_kwargs(spec, options: dict) -> dict:
@@ -87,7 +114,7 @@ def simulate_kwargs(spec, options: dict) -> dict:
                 sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
-                eps_holdout=options["eps_holdout"])
+                eps_holdout=options["eps_holdout"], generator=options["generator"])
 
 
 def exact_decimal(x: float) -> str:
@@ -126,7 +153,7 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "activation": cfg["activation"], "K": cfg["K"], "M": cfg["M"], "eta": cfg["eta"],
         "sigma_J": cfg["sigma_J"], "rotate": cfg["rotate"], "n_trainable": cfg["n_trainable"],
         "untrainable": cfg["untrainable"], "eps_holdout": cfg["eps_holdout"],
-        "version": __version__,
+        "generator": cfg["generator"], "version": __version__,
     }
     if wall_s is not None:
         out["meta"]["wall_s"] = wall_s
