@@ -122,6 +122,8 @@ class Plan:
             raise SpecError(f"{name}: [sweep] n_jobs = {self.n_jobs!r} must be an integer >= 1")
         if out is None:
             out = raw.get("out")
+            if out is not None and not (isinstance(out, str) and out.strip()):
+                raise SpecError(f"{name}: [sweep] out = {out!r} must be a directory name (a string)")
             out = self.path.parent / out if out is not None else \
                 self.path.with_name(self.path.stem + ".sweep")
         self.out = Path(out)
