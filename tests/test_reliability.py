@@ -176,3 +176,42 @@ def test_unexpected_exception_is_one_line(tmp_path, capsys, monkeypatch):
     code, out, err = run_cli(["solve", path], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "ZeroDivisionError" in err
+
+
+# ---- case 1: a fixed dps too small for L ---------------------------------------------------------
+
+CASE1 = spec_text(data="L = 16\nbeta = 1\nN = 1536",
+                  training="eta = 0.1\norder = 2\nsigma_J = 0.01\nseed = 0",
+                  solve='alpha_max = 300\nn_points = 2\nspacing = "linear"\nbasis = "levels"\n'
+                        'dps = {dps}\ndigits = 12')
+
+
+@pytest.mark.parametrize("dps,digits_seen", [(20, "0.0 of the 12"), (25, "of the 12")])
+def test_case1_fixed_dps_too_small_is_refused(tmp_path, capsys, dps, digits_seen):
+    """L = 16 at dps = 20 gave eps_g(300) = -0.043 with exit 0; at 25, 3.8 correct digits."""
+    line = refused(tmp_path, capsys, ["solve"], CASE1.format(dps=dps), f"dps = {dps} is too small")
+    assert digits_seen in line and "use dps >=" in line
+    # the digits named are the digits obtained: fewer than asked for
+    got = float(line.split(" of the 12")[0].split()[-1])
+    assert got < 12
+
+
+def test_fixed_dps_result_carries_its_verified_digits(tmp_path, capsys):
+    """A small level problem at a sufficient fixed dps: accepted, meta says how many digits were
+    verified, and those digits are right (reference: the modes basis at 40 digits)."""
+    base = CASE1.replace("L = 16", "L = 4").replace("N = 1536", "N = 64") \
+        .replace("alpha_max = 300", "alpha_max = 50")
+    res = {}
+    for basis, dps in (("levels", 30), ("modes", 40)):
+        text = base.format(dps=dps).replace('"levels"', f'"{basis}"')
+        if basis == "modes":
+            text = text.replace("digits = 12", "digits = 14")
+        path = write_spec(tmp_path, text,
+                          f"{basis}.toml")
+        code, out, err = run_cli(["solve", path, "--json"], capsys)
+        assert code == 0, err
+        res[basis] = json.loads(out)
+    meta = res["levels"]["meta"]
+    assert meta["dps"] == 30 and meta["agreement_digits"] >= 12
+    for a, b in zip(res["levels"]["eps_g"], res["modes"]["eps_g"]):
+        assert a > 0 and abs(a - b) <= 10 ** -meta["agreement_digits"] * 10 * abs(b)

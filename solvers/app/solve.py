@@ -22,6 +22,7 @@ from derive.hierarchy import SystemKey
 from solvers import __version__
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
                    integrate_problem, solve_auto)
+from solvers.hierarchy.verify import run_fixed_dps, verify_float64
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
 
@@ -59,6 +60,8 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
             modes = integrate_problem(problem, alphas, basis="modes", arithmetic="float64",
                                       rtol=default_rtol(digits))
             traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
+        else:
+            traj = verify_float64(traj, problem, alphas, basis=basis, digits=digits)
         return traj
     if dps == "auto" and basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
         first = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
@@ -72,8 +75,9 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
         return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
     if dps == "auto":
         return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
-    return integrate_problem(problem, alphas, basis=basis, arithmetic="flint", dps=int(dps),
-                             rtol=default_rtol(digits), progress=progress)
+    # a fixed dps is verified like "auto" (a second run), or refused (issue 12)
+    return run_fixed_dps(problem, alphas, basis=basis, dps=int(dps), digits=digits,
+                         progress=progress)
 
 
 def _format_eps(values, digits: int):
@@ -96,6 +100,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
     for a, e in zip(grid, eps):
         if not mpmath.isfinite(e):
             raise PrecisionLost(f"eps_g is not finite at alpha = {a}")
+        if e < 0:
+            raise PrecisionLost(f"eps_g = {float(e):.3g} < 0 at alpha = {a}: precision lost")
     return {
         "alpha": [float(a) for a in grid],
         "eps_g": _format_eps(eps, spec.solve.digits),
