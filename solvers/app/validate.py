@@ -194,7 +194,8 @@ def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha
     top = max(alphas)
     steps = top * N
     if not math.isfinite(steps) or steps > MAX_SIM_STEPS:
-        raise ValueError(f"{label} = {top:.6g} with N = {N} is {steps:.3g} SGD steps: beyond "
+        count = f"{steps:.3g}" if math.isfinite(steps) else "more than 1.8e308"
+        raise ValueError(f"{label} = {top:.6g} with N = {N} is {count} SGD steps: beyond "
                          f"the simulator's step counter (at most {float(MAX_SIM_STEPS):.3g})")
     # ~2e7 steps/s is a generous rate for the numba kernel at small N (it falls with N)
     est = steps * n_runs * max(1.0, N / 1000) / 2e7
