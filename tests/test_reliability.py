@@ -253,3 +253,28 @@ def test_case8_plateau_escape_fraction_bounded(tmp_path, capsys, value):
     text = spec_text(solve='alpha_max = 2000\nn_points = 50',
                      extra=f"[plateau]\nescape_fraction = {value}\n")
     refused(tmp_path, capsys, ["plateau"], text, "escape_fraction")
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("L,dps,ok", [(24, 20, False), (24, 30, False), (24, 40, False),
+                                      (16, 40, True)])
+def test_case1_larger_L_full(tmp_path, capsys, L, dps, ok):
+    """The issue's other runs: L = 24 at dps 20/30 ended in a step-size message, at 40 with 4.9
+    digits; now refused naming precision.  L = 16 at dps = 40 is accepted, and its digits are
+    right (reference: the modes basis in float64 at rtol 1e-15, itself good to ~13 digits)."""
+    text = CASE1.format(dps=dps).replace("L = 16", f"L = {L}")
+    if not ok:
+        line = refused(tmp_path, capsys, ["solve"], text, f"dps = {dps} is too small")
+        assert "use dps >=" in line
+        return
+    code, out, err = run_cli(["solve", write_spec(tmp_path, text), "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(out)
+    claimed = res["meta"]["agreement_digits"]
+    assert claimed >= 12
+    from solvers.app.solve import problem_of
+    from solvers.app.spec import load_spec
+    from solvers.hierarchy.odes import integrate_problem
+    ref = integrate_problem(problem_of(load_spec(write_spec(tmp_path, text, "r.toml"))),
+                            [0.0, 300.0], basis="modes", arithmetic="float64", rtol=1e-15)
+    assert abs(res["eps_g"][-1] - float(ref.eps_g[-1])) <= 1e-11 * float(ref.eps_g[-1])

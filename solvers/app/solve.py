@@ -22,6 +22,7 @@ from derive.hierarchy import SystemKey
 from solvers import __version__
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
                    integrate_problem, solve_auto)
+from solvers.app.validate import check_generated_system
 from solvers.hierarchy.verify import run_fixed_dps, verify_float64
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
@@ -39,6 +40,7 @@ def spectrum_of(spec: Spec) -> spectra.Spectrum:
 
 
 def problem_of(spec: Spec) -> Problem:
+    check_generated_system(spec)      # refuse a derivation that would take hours
     m, d, tr = spec.model, spec.data, spec.training
     key = SystemKey(m.activation, m.K, m.M)
     spectrum = spectrum_of(spec)

@@ -109,11 +109,25 @@ def _codegen_seconds(K: int, M: int) -> float:
     return 30.0 * ((K + M) / 6) ** 5
 
 
+def check_generated_system(spec) -> None:
+    """Before an ODE solve needs a generated module: the time to derive one not checked in.
+    (Not in `check_spec`: simulations and the matrix-form modes solver need no module.)"""
+    m = spec.model
+    if m.activation != "linear" and (m.K, m.M) not in ((1, 1), (2, 2)):
+        est = _codegen_seconds(m.K, m.M)
+        if est > time_limit():
+            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M}: deriving the ODEs "
+                             f"would take about {_hours(est)} (limit {_hours(time_limit())}, "
+                             f"SCALING_ODES_MAX_HOURS)")
+
+
 def working_dps(spec) -> int | str:
     """The precision a solve of ``spec`` starts at (auto: the estimate `solve_auto` uses)."""
     s = spec.solve
     if s.dps != "auto":
         return s.dps
+    if s.basis == "modes" and s.digits <= 9:      # solvers.app.solve.FLOAT64_MAX_DIGITS
+        return "float64"
     extra = 0 if s.basis == "modes" else int(math.ceil(2.6 * spec.data.L))
     return s.digits + 10 + extra
 
@@ -124,12 +138,6 @@ def check_spec(spec) -> None:
     for key, v in (("K", m.K), ("M", m.M)):
         if v > MAX_KM:
             raise ValueError(f"[model] {key} = {v} is too large: at most {MAX_KM}")
-    if m.activation != "linear" and (m.K, m.M) not in ((1, 1), (2, 2)):
-        est = _codegen_seconds(m.K, m.M)
-        if est > time_limit():
-            raise ValueError(f"[model] K = {m.K}, M = {m.M}: deriving the ODEs would take about "
-                             f"{_hours(est)} (limit {_hours(time_limit())}, "
-                             f"SCALING_ODES_MAX_HOURS)")
     if d.L > MAX_L:
         raise ValueError(f"[data] L = {d.L} is too large: at most {MAX_L}")
     if isinstance(s.dps, int) and s.dps > MAX_DPS:
@@ -177,7 +185,7 @@ def check_spec(spec) -> None:
         raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "
                          f"dps = {dps}: the trajectory needs about {_gib(need)} of memory "
                          f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
-    if isinstance(dps, int):
+    if not isinstance(dps, str):
         # a lower bound: >= 100 steps x 13 stages x ~50 operations per state entry
         per_op = 2e-7 * max(1.0, dps / 100) ** 1.6
         est = 100 * 13 * 50 * state * per_op

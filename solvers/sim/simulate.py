@@ -477,7 +477,7 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
         raise ValueError("alphas must be a non-empty 1-d list of times")
     if not np.all(np.isfinite(a)) or np.any(a < 0):
         raise ValueError("alphas must be finite and >= 0")
-    if np.max(a) * N >= 2.0 ** 62:
+    if np.max(a) >= 2.0 ** 62 / N:
         raise ValueError(f"alpha = {np.max(a):.3g} with N = {N} overflows the int64 step count")
     steps = np.unique(np.rint(a * N).astype(np.int64))
 
