@@ -31,6 +31,9 @@ def worker_init(parent_pid: int) -> None:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
+    # Ctrl-C reaches the whole process group: the parent handles it (terminate_pool); a worker
+    # interrupted on its own would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the parent may already be gone (between fork/spawn and prctl), and other systems need
     # the watchdog anyway
     if os.getppid() != parent_pid:
