@@ -115,7 +115,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "arithmetic": traj.arithmetic,
             "dps": traj.dps,
             "digits": spec.solve.digits,
-            "agreement_digits": _json_float(traj.stats.get("agreement_digits")),
+            # exact agreement (inf) is reported as the digits the run carries
+            "agreement_digits": _json_float(_capped(traj.stats.get("agreement_digits"), traj.dps)),
             "n_steps": traj.stats.get("n_steps"),
             "n_fevals": traj.stats.get("n_fevals"),
             "wall_s": time.perf_counter() - started,
@@ -123,6 +124,10 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
+
+
+def _capped(agree, dps):
+    return None if agree is None else min(float(agree), float(dps))
 
 
 def _json_float(x):
