@@ -63,8 +63,8 @@ init = "explicit"
 
 [init.levels]
 R = [[[0.1, 0], [0, 0], [0, 0]], [[0, 0], [0, "0.2"], [0, 0]]]
-Q = [[[1, 0, 0], [0, 1, 0], [0, 0, 1]], [[1, 0.5, 0], [0.5, 1, 0], [0, 0, 1]]]
-T = [[[1, 0], [0, 1]], [[2, 0], [0, 2]], [[3, 1], [1, 3]]]
+Q = [[[1, 0, 0], [0, 1, 0], [0, 0, 1]], [[1, 0.25, 0], [0.25, 1, 0], [0, 0, 1]]]
+T = [[[1, 0], [0, 1]], [[2, 0], [0, 2]], [[2, 0.5], [0.5, 2]]]
 
 [solve]
 alpha_max = 50
@@ -89,8 +89,8 @@ def test_full_spec(tmp_path):
                                          sigma_J=Fraction(1, 1000), seed=7, init="explicit")
     assert spec.init.basis == "levels"
     assert spec.init.R[1][1][1] == Fraction(1, 5)
-    assert spec.init.Q[1][0][1] == Fraction(1, 2)
-    assert len(spec.init.T) == 3 and spec.init.T[2] == ((3, 1), (1, 3))
+    assert spec.init.Q[1][0][1] == Fraction(1, 4)
+    assert len(spec.init.T) == 3 and spec.init.T[2] == ((2, Fraction(1, 2)), (Fraction(1, 2), 2))
     assert spec.solve == SolveSpec(alphas=None, alpha_max=50.0, alpha_min=1.0, n_points=5,
                                    spacing="linear", basis="modes", dps=40, digits=30)
     assert spec.solve.alpha_grid() == [1.0, 13.25, 25.5, 37.75, 50.0]

@@ -7,6 +7,7 @@ Writes ``figure1.png`` and ``figure1.csv`` (and ``plateau.csv``, the measured pl
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -42,8 +43,19 @@ def plateau_length(alpha, eps, flat_slope: float = 0.1, start: float = 50.0) -> 
     return float(np.sum(widths[flat[:-1] & flat[1:]]))
 
 
+ALPHA_MAX_RANGE = (100.0, 1e5)   # the plateau measure starts at α = 50; time grows with α
+
+
+def check_alpha_max(alpha_max: float) -> None:
+    lo, hi = ALPHA_MAX_RANGE
+    if not (math.isfinite(alpha_max) and lo <= alpha_max <= hi):
+        raise ValueError(f"--alpha-max = {alpha_max!r} must be a finite number between {lo:g} "
+                         f"and {hi:g}")
+
+
 def run_demo(out: Path, alpha_max: float = 3500.0, n_points: int = 701, Ls=LS, N: int = 1024,
              progress: bool = True) -> dict:
+    check_alpha_max(alpha_max)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     alphas = np.linspace(0.0, alpha_max, n_points)

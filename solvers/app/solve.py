@@ -22,6 +22,8 @@ from derive.hierarchy import SystemKey
 from solvers import __version__
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
                    integrate_problem, solve_auto)
+from solvers.app.validate import check_generated_system
+from solvers.hierarchy.verify import run_fixed_dps, verify_float64
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
 
@@ -38,6 +40,7 @@ def spectrum_of(spec: Spec) -> spectra.Spectrum:
 
 
 def problem_of(spec: Spec) -> Problem:
+    check_generated_system(spec)      # refuse a derivation that would take hours
     m, d, tr = spec.model, spec.data, spec.training
     key = SystemKey(m.activation, m.K, m.M)
     spectrum = spectrum_of(spec)
@@ -59,6 +62,8 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
             modes = integrate_problem(problem, alphas, basis="modes", arithmetic="float64",
                                       rtol=default_rtol(digits))
             traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
+        else:
+            traj = verify_float64(traj, problem, alphas, basis=basis, digits=digits)
         return traj
     if dps == "auto" and basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
         first = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
@@ -72,8 +77,9 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
         return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
     if dps == "auto":
         return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
-    return integrate_problem(problem, alphas, basis=basis, arithmetic="flint", dps=int(dps),
-                             rtol=default_rtol(digits), progress=progress)
+    # a fixed dps is verified like "auto" (a second run), or refused (issue 12)
+    return run_fixed_dps(problem, alphas, basis=basis, dps=int(dps), digits=digits,
+                         progress=progress)
 
 
 def _format_eps(values, digits: int):
@@ -96,6 +102,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
     for a, e in zip(grid, eps):
         if not mpmath.isfinite(e):
             raise PrecisionLost(f"eps_g is not finite at alpha = {a}")
+        if e < 0:
+            raise PrecisionLost(f"eps_g = {float(e):.3g} < 0 at alpha = {a}: precision lost")
     return {
         "alpha": [float(a) for a in grid],
         "eps_g": _format_eps(eps, spec.solve.digits),
@@ -107,7 +115,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "arithmetic": traj.arithmetic,
             "dps": traj.dps,
             "digits": spec.solve.digits,
-            "agreement_digits": _json_float(traj.stats.get("agreement_digits")),
+            # exact agreement (inf) is reported as the digits the run carries
+            "agreement_digits": _json_float(_capped(traj.stats.get("agreement_digits"), traj.dps)),
             "n_steps": traj.stats.get("n_steps"),
             "n_fevals": traj.stats.get("n_fevals"),
             "wall_s": time.perf_counter() - started,
@@ -115,6 +124,10 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
+
+
+def _capped(agree, dps):
+    return None if agree is None else min(float(agree), float(dps))
 
 
 def _json_float(x):

@@ -196,6 +196,10 @@ def _exact(v, label):
             raise _Problem(f"{label} = {_fmt(v)} must be finite")
         return Fraction(str(v))
     if isinstance(v, str) and _DECIMAL_RE.fullmatch(v):
+        from solvers.app.validate import decimal_string_problem
+        problem = decimal_string_problem(v)     # "1e999999999" would hang inside Fraction()
+        if problem:
+            raise _Problem(f"{label} = {_fmt(v, 30)} {problem}")
         return Fraction(v)
     raise _wrong_type(label, v, _EXACT)
 
@@ -309,7 +313,7 @@ _SCHEMA = {
         "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
         "alpha_max": (_float, None, _gt(0)),
         "alpha_min": (_float, None, None),            # depends on spacing: _check_solve
-        "n_points": (_int, 200, _ge(2)),
+        "n_points": (_int, 200, _all(_ge(2), _rule(lambda v: v <= 10**6, "must be <= 1000000"))),
         "spacing": (_str, "log", _one_of("log", "linear")),
         "basis": (_str, "levels", _one_of("levels", "modes")),
         "dps": (_dps, "auto", _dps_ok),
@@ -474,7 +478,13 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=()) -> Spe
         extra = {sec: _table(doc[sec], f"[{sec}]") for sec in extra_sections if sec in doc}
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
-    return Spec(model, data, training, init, solve, extra, name)
+    spec = Spec(model, data, training, init, solve, extra, name)
+    from solvers.app.validate import check_spec
+    try:
+        check_spec(spec)        # sizes, float64 range, realisability: before any work
+    except ValueError as e:
+        raise SpecError(f"{name}: {' '.join(str(e).split())}") from None
+    return spec
 
 
 def read_document(path) -> dict:
@@ -490,6 +500,8 @@ def read_document(path) -> dict:
         doc = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SpecError(f"{name}: invalid TOML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise SpecError(f"{name}: invalid TOML: nested too deeply") from None
     return doc
 
 

@@ -59,6 +59,8 @@ from pathlib import Path
 import numpy as np
 
 from solvers.app.spec import SpecError, load_spec, parse_spec, spec_to_dict
+from solvers.app.workers import (DirectoryLock, SignalsAsExit, remove_stale_temps, terminate_pool,
+                                 worker_init)
 
 AXES = {  # axis -> spec section it overrides
     "seed": "training", "L": "data", "beta": "data", "M": "model", "K": "model",
@@ -122,6 +124,8 @@ class Plan:
             raise SpecError(f"{name}: [sweep] n_jobs = {self.n_jobs!r} must be an integer >= 1")
         if out is None:
             out = raw.get("out")
+            if out is not None and not (isinstance(out, str) and out.strip()):
+                raise SpecError(f"{name}: [sweep] out = {out!r} must be a directory name (a string)")
             out = self.path.parent / out if out is not None else \
                 self.path.with_name(self.path.stem + ".sweep")
         self.out = Path(out)
@@ -163,7 +167,8 @@ class Plan:
             return False
         try:
             with np.load(path) as f:
-                return "eps_g" in f.files
+                # a cell with non-finite values (older versions accepted them) is recomputed
+                return "eps_g" in f.files and _finite_cell(f)
         except Exception:   # a truncated file from a crash: recompute it
             return False
 
@@ -193,6 +198,11 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
                 wall_s=np.float64(time.perf_counter() - started))
 
 
+def _finite_cell(result) -> bool:
+    return all(np.all(np.isfinite(np.asarray(result[k], dtype=float)))
+               for k in ("eps_g", "R1", "Q1", "alpha"))
+
+
 def _compute_task(task):
     return compute_cell(task["what"], task["doc"], task["name"])
 
@@ -218,15 +228,17 @@ def _run_serial(tasks, on_result):
 
 
 def _run_processes(tasks, n_jobs, on_result):
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=get_context("spawn")) as pool:
+    # workers die with this process (kill -9 included): solvers.app.workers
+    pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=get_context("spawn"),
+                               initializer=worker_init, initargs=(os.getpid(),))
+    try:
         futures = {pool.submit(_compute_task, t): t for t in tasks}
-        try:
-            for fut in as_completed(futures):
-                on_result(futures[fut], fut.result())
-        except BaseException:
-            for fut in futures:
-                fut.cancel()
-            raise
+        for fut in as_completed(futures):
+            on_result(futures[fut], fut.result())
+    except BaseException:
+        terminate_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def _run_dask(tasks, scheduler, on_result):
@@ -319,6 +331,13 @@ def run_sweep(path, *, out=None, scheduler=None, n_jobs=None, max_cells=None,
     if max_cells is not None and max_cells < 0:
         raise ValueError(f"max_cells must be >= 0, got {max_cells}")
     plan.cell_dir.mkdir(parents=True, exist_ok=True)
+    # one sweep per directory; then the half-written files of killed runs can go
+    with DirectoryLock(plan.out), SignalsAsExit():
+        remove_stale_temps(plan.out, plan.cell_dir)
+        return _run_locked(plan, scheduler, n_jobs, max_cells, progress)
+
+
+def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
     pending = [t for t in plan.tasks if not plan.done(t)]
     skipped = len(plan.tasks) - len(pending)
     todo = pending if max_cells is None else pending[:max_cells]
@@ -330,6 +349,9 @@ def run_sweep(path, *, out=None, scheduler=None, n_jobs=None, max_cells=None,
 
     def on_result(task, result):
         nonlocal computed
+        if not _finite_cell(result):
+            raise ValueError(f"{task['name']}: {task['what']} produced non-finite values "
+                             f"(eps_g, R1 or Q1); the cell is not written (reduce eta?)")
         _write_cell(plan, task, result)
         computed += 1
         bar.update(1)

@@ -24,7 +24,7 @@ _ROUTES = ("modes", "companion", "levels")
 _LINEAR_KEYS = ("route",)
 
 
-def _load(path):
+def _load(path, allowed=_LINEAR_KEYS):
     from solvers.app.spec import SpecError, load_spec
     spec = load_spec(path, extra_sections=("linear",))
     name = spec.path
@@ -40,8 +40,8 @@ def _load(path):
                         f'theory (it averages over teacher and student; use "expected")')
     extra = spec.extra.get("linear", {})
     for k in extra:
-        if k not in _LINEAR_KEYS:
-            raise SpecError(f"{name}: [linear] unknown key '{k}' (allowed: {', '.join(_LINEAR_KEYS)})")
+        if k not in allowed:
+            raise SpecError(f"{name}: [linear] unknown key '{k}' (allowed: {', '.join(allowed)})")
     route = extra.get("route", "modes")
     if route not in _ROUTES:
         raise SpecError(f"{name}: [linear] route = {route!r} must be one of "
@@ -119,11 +119,8 @@ def cmd_window(args) -> int:
 
 def cmd_feature_scaling(args) -> int:
     from solvers.app.cli.common import emit
-    spec, _ = _load(args.spec)
-    try:
-        from solvers.theory.feature_scaling import feature_scaling_result
-    except ImportError:
-        raise ValueError("feature scaling is not available yet") from None
+    from solvers.theory.feature_scaling import FEATURE_SCALING_KEYS, feature_scaling_result
+    spec, _ = _load(args.spec, allowed=FEATURE_SCALING_KEYS)
     emit(feature_scaling_result(spec), args)
     return 0
 

@@ -32,7 +32,8 @@ def cmd_solve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from solvers.app.demo import run_demo
+    from solvers.app.demo import check_alpha_max, run_demo
+    check_alpha_max(args.alpha_max)          # before the progress bar
     res = run_demo(Path(args.out), alpha_max=args.alpha_max)
     print(f"wrote {res['png']} and {res['csv']}")
     for L, length in res["plateau_length"].items():
@@ -54,7 +55,7 @@ def cmd_regenerate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="scaling-odes", description=__doc__.splitlines()[0])
+    p = _Parser(prog="scaling-odes", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="integrate the order-parameter ODEs of a spec")
     s.add_argument("spec", help="SPEC.toml")
@@ -73,14 +74,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (``--help`` still prints the full usage)."""
+
+    def error(self, message):
+        msg = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {msg} (see `{self.prog} --help`)\n")
+
+
 def main(argv=None) -> int:
+    import os
+    import warnings
     parser = build_parser()
     args = parser.parse_args(argv)
     from solvers.integrators.rk78 import IntegrationError
     from solvers.hierarchy.odes import PrecisionLost
     from solvers.app.spec import SpecError
+    caught = []
     try:
-        return args.func(args)
+        # warnings are collected, not printed: a failure is one line; a success mentions them
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = args.func(args)
+        if caught:
+            first = " ".join(str(caught[0].message).split())[:200]
+            print(f"scaling-odes: warning: {len(caught)} warning(s) during the run; first: "
+                  f"{caught[0].category.__name__}: {first}", file=sys.stderr)
+        return code
     except (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError) as exc:
         msg = " ".join(str(exc).split())
         print(f"scaling-odes: error: {msg}", file=sys.stderr)
@@ -88,6 +108,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("scaling-odes: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:        # anything else: still one line, never a traceback
+        if os.environ.get("SCALING_ODES_DEBUG") == "1":
+            raise
+        msg = " ".join(str(exc).split())[:300]
+        print(f"scaling-odes: error: internal error ({type(exc).__name__}: {msg}); "
+              f"set SCALING_ODES_DEBUG=1 for the traceback", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

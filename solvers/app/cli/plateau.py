@@ -25,6 +25,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from solvers.app.validate import MAX_DPS
+
 PLATEAU_KEYS = {"dps", "alpha0", "escape_fraction"}
 ASYMPTOTIC_KEYS = {"alpha0"}
 
@@ -62,13 +64,14 @@ def _section(spec, name, allowed):
     return sec
 
 
-def _number(spec, name, key, value, *, integer=False, minimum=None):
+def _number(spec, name, key, value, *, integer=False, minimum=None, maximum=None):
     from solvers.app.spec import SpecError
     ok = isinstance(value, int) if integer else isinstance(value, (int, float))
     if isinstance(value, bool) or not ok or not math.isfinite(value) or \
-            (minimum is not None and value < minimum):
+            (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         what = "an integer" if integer else "a finite number"
         bound = f" >= {minimum}" if minimum is not None else ""
+        bound += f"{' and' if bound else ''} <= {maximum}" if maximum is not None else ""
         raise SpecError(f"{spec.path}: [{name}] {key} = {value!r} must be {what}{bound}")
     return value
 
@@ -123,7 +126,13 @@ def plateau_result(spec) -> dict:
     from solvers.app.solve import problem_of
     _check_model(spec)
     sec = _section(spec, "plateau", PLATEAU_KEYS)
-    dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15)
+    dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15,
+                  maximum=MAX_DPS)
+    # a fraction of R*: beyond 1 the linear extrapolation means nothing (plateau_length)
+    frac = _number(spec, "plateau", "escape_fraction", sec.get("escape_fraction", 0.1),
+                   minimum=1e-12, maximum=1)
+    if sec.get("alpha0") is not None:
+        _number(spec, "plateau", "alpha0", sec["alpha0"], minimum=0)
     problem = problem_of(spec)
     M = spec.model.M
     teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
@@ -155,8 +164,6 @@ def plateau_result(spec) -> dict:
         del out["tau_esc"]
         out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
         return out
-    frac = _number(spec, "plateau", "escape_fraction", sec.get("escape_fraction", 0.1),
-                   minimum=1e-12)
     length = plateau_length(spec, problem, out["eps_plateau"], R1, out["escape_rate"],
                             sec.get("alpha0"), frac)
     out.update(length)

@@ -80,6 +80,11 @@ def simulate_options(spec) -> dict:
     if spec.training.init != "random":
         raise SpecError(f"{spec.path}: simulate needs training.init = \"random\" "
                         f"(got {spec.training.init!r}): a simulation starts from drawn weights")
+    from solvers.app.validate import check_simulation_steps
+    try:        # step count (int64) and time estimate, before the simulator is called
+        check_simulation_steps(spec.solve.alpha_grid(), N, len(seeds))
+    except ValueError as e:
+        raise SpecError(f"{spec.path}: {e}") from None
     return dict(seeds=seeds, n_jobs=n_jobs, n_trainable=n_tr, untrainable=untrainable,
                 eps_holdout=hold, generator=generator)
 

@@ -1,0 +1,315 @@
+"""Checks that run before any work: a spec that would hang, exhaust memory, overflow float64 or
+describe weights that cannot exist is refused here with one line naming the key, the estimate
+and the limit.
+
+Called from `solvers.app.spec.parse_spec` (every subcommand and every sweep cell goes through
+it) and from the few subcommands with sizes of their own (``simulate``: its step count).
+Each check raises `ValueError` with a message *without* the file name; the caller prefixes it.
+
+Limits (environment variables raise them for a big machine or a long job):
+  * memory estimate <= SCALING_ODES_MAX_MEMORY_GB (default 8 GiB),
+  * time estimate   <= SCALING_ODES_MAX_HOURS     (default 24 h),
+  * decimal exponents |e| <= MAX_DECIMAL_EXPONENT before anything is turned into a Fraction,
+  * every exact number 1e-100 <= |x| <= 1e100 (or 0): squares and a few products must stay
+    inside float64 (1.8e308), where the simulator and the float64 solvers compute.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from fractions import Fraction
+
+MAX_DECIMAL_EXPONENT = 10_000          # "1e999999999" would hang inside Fraction()
+MAX_DECIMAL_LENGTH = 10_000            # characters of a decimal string
+MAX_MAGNITUDE = 10 ** 100
+MIN_MAGNITUDE = Fraction(1, 10 ** 100)
+MAX_DPS = 20_000                       # flint aborts the process near 1e18; mpmath crawls long before
+MAX_L = 100_000
+MAX_KM = 64                            # K, M: the derivation grows like (K + M)^6, see _codegen_seconds
+MAX_N_POINTS = 10 ** 6
+MAX_SIM_STEPS = 2 ** 62                # int64 step counter of the simulator
+# the smallest eigenvalue of a power law is λ_+ L^-(1+β): keep it (and its square) inside float64
+MAX_POWER_LAW_DECADES = 150
+
+_DECIMAL_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE]([+-]?\d+))?")
+
+
+def memory_limit() -> float:
+    return float(os.environ.get("SCALING_ODES_MAX_MEMORY_GB", "8")) * 2 ** 30
+
+
+def time_limit() -> float:
+    return float(os.environ.get("SCALING_ODES_MAX_HOURS", "24")) * 3600
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2 ** 30:.3g} GiB"
+
+
+def _hours(s: float) -> str:
+    return f"{s / 3600:.3g} h"
+
+
+# ---- decimal strings: before Fraction() ------------------------------------------------------
+
+def decimal_string_problem(text: str) -> str | None:
+    """Why a decimal string must not reach ``Fraction()`` (its exponent or length), or None."""
+    if len(text) > MAX_DECIMAL_LENGTH:
+        return f"has {len(text)} characters (at most {MAX_DECIMAL_LENGTH})"
+    m = _DECIMAL_RE.fullmatch(text)
+    if m and m.group(3) is not None:
+        # compare the exponent's digits before int() of a possibly huge string
+        digits = m.group(3).lstrip("+-").lstrip("0")
+        if len(digits) > 6 or int(digits or 0) > MAX_DECIMAL_EXPONENT:
+            return (f"has an exponent beyond +-{MAX_DECIMAL_EXPONENT} (numbers must lie within "
+                    f"1e-100 .. 1e100 in magnitude)")
+    return None
+
+
+# ---- the parsed spec ---------------------------------------------------------------------------
+
+def _sci(x: Fraction) -> str:
+    """A Fraction of any size as d.ddde±N (float() overflows beyond 1.8e308)."""
+    if x == 0:
+        return "0"
+    e = len(str(abs(x.numerator))) - len(str(x.denominator))
+    mant = abs(x) / Fraction(10) ** e
+    while mant >= 10:
+        mant, e = mant / 10, e + 1
+    while mant < 1:
+        mant, e = mant * 10, e - 1
+    return f"{'-' if x < 0 else ''}{float(mant):.3g}e{e:+d}"
+
+
+def _magnitude(x: Fraction, label: str):
+    if x != 0 and not (MIN_MAGNITUDE <= abs(x) <= MAX_MAGNITUDE):
+        raise ValueError(f"{label} = {_sci(x)} is out of range: nonzero numbers must lie "
+                         f"within 1e-100 .. 1e100 in magnitude (their squares and products must "
+                         f"stay inside float64)")
+
+
+def _walk(t, label):
+    if isinstance(t, (tuple, list)):
+        for i, x in enumerate(t):
+            yield from _walk(x, f"{label}[{i}]")
+    else:
+        yield t, label
+
+
+def _bytes_per_number(dps) -> float:
+    if dps == "float64":
+        return 8.0
+    return 64.0 + dps / math.log10(2) / 8      # arb: header + mantissa limbs
+
+
+def _codegen_seconds(K: int, M: int) -> float:
+    """Time to derive and print a generated module not checked in.  Measured on this machine
+    class: erf K=M=3 30 s, K=M=4 123 s; the symbolic work grows like (K + M)^~5."""
+    return 30.0 * ((K + M) / 6) ** 5
+
+
+def check_generated_system(spec) -> None:
+    """Before an ODE solve needs a generated module: the time to derive one not checked in.
+    (Not in `check_spec`: simulations and the matrix-form modes solver need no module.)"""
+    m = spec.model
+    if m.activation != "linear" and (m.K, m.M) not in ((1, 1), (2, 2)):
+        est = _codegen_seconds(m.K, m.M)
+        if est > time_limit():
+            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M}: deriving the ODEs "
+                             f"would take about {_hours(est)} (limit {_hours(time_limit())}, "
+                             f"SCALING_ODES_MAX_HOURS)")
+
+
+def working_dps(spec) -> int | str:
+    """The precision a solve of ``spec`` starts at (auto: the estimate `solve_auto` uses)."""
+    s = spec.solve
+    if s.dps != "auto":
+        return s.dps
+    if s.basis == "modes" and s.digits <= 9:      # solvers.app.solve.FLOAT64_MAX_DIGITS
+        return "float64"
+    extra = 0 if s.basis == "modes" else int(math.ceil(2.6 * spec.data.L))
+    return s.digits + 10 + extra
+
+
+def check_spec(spec) -> None:
+    """Ranges, sizes and realisability of a parsed spec; ValueError (one line) when refused."""
+    m, d, t, s = spec.model, spec.data, spec.training, spec.solve
+    for key, v in (("K", m.K), ("M", m.M)):
+        if v > MAX_KM:
+            raise ValueError(f"[model] {key} = {v} is too large: at most {MAX_KM}")
+    if d.L > MAX_L:
+        raise ValueError(f"[data] L = {d.L} is too large: at most {MAX_L}")
+    if isinstance(s.dps, int) and s.dps > MAX_DPS:
+        raise ValueError(f"[solve] dps = {s.dps} is too large: at most {MAX_DPS}")
+    if s.n_points > MAX_N_POINTS:
+        raise ValueError(f"[solve] n_points = {s.n_points} is too large: at most {MAX_N_POINTS}")
+    # exact numbers must fit float64 with room for squares
+    for key, v in (("[training] eta", t.eta), ("[training] sigma_J", t.sigma_J),
+                   ("[data] beta", d.beta)):
+        if v is not None:
+            _magnitude(v, key)
+    if d.eigenvalues is not None:
+        for v, label in _walk(d.eigenvalues, "[data] eigenvalues"):
+            _magnitude(v, label)
+    if spec.init is not None:
+        for key in ("R", "Q", "T"):
+            for v, label in _walk(getattr(spec.init, key), f"[init.{spec.init.basis}] {key}"):
+                _magnitude(v, label)
+    if d.beta is not None and d.L > 1:
+        decades = (1 + d.beta) * math.log10(d.L)
+        if decades > MAX_POWER_LAW_DECADES:
+            raise ValueError(
+                f"[data] beta = {float(d.beta):.6g} is too large for L = {d.L}: the eigenvalues "
+                f"would span 10^{float(decades):.0f} (at most 10^{MAX_POWER_LAW_DECADES}; need "
+                f"(1 + beta) log10(L) <= {MAX_POWER_LAW_DECADES})")
+        if d.beta.denominator > 10 ** 6:
+            raise ValueError(f"[data] beta = {float(d.beta):.12g} has too many decimals for the "
+                             f"exact power law (denominator {d.beta.denominator} > 10^6)")
+    if d.eigenvalues is not None:
+        lo, hi = min(d.eigenvalues), max(d.eigenvalues)
+        if math.log10(hi / lo) > MAX_POWER_LAW_DECADES:
+            raise ValueError(f"[data] eigenvalues span {float(math.log10(hi / lo)):.0f} decades "
+                             f"(at most {MAX_POWER_LAW_DECADES})")
+    # memory: the simulator's weights (and W when rotated), the solver's stored states
+    limit = memory_limit()
+    if d.N is not None:
+        need = 8.0 * d.N * (m.K + m.M) * 4 + (8.0 * d.N ** 2 * 2 if d.rotate else 0)
+        if need > limit:
+            raise ValueError(f"[data] N = {d.N}: the weights need about {_gib(need)} of memory "
+                             f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
+    state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
+    dps = working_dps(spec)
+    need = (s.n_points + 30) * state * _bytes_per_number(dps) * 2 + 8.0 * s.n_points
+    if need > limit:
+        raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "
+                         f"dps = {dps}: the trajectory needs about {_gib(need)} of memory "
+                         f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
+    if not isinstance(dps, str):
+        # a lower bound: >= 100 steps x 13 stages x ~50 operations per state entry
+        per_op = 2e-7 * max(1.0, dps / 100) ** 1.6
+        est = 100 * 13 * 50 * state * per_op
+        if est > time_limit():
+            raise ValueError(f"[solve] dps = {dps} with L = {d.L}: the solve would take at "
+                             f"least {_hours(est)} (limit {_hours(time_limit())}, "
+                             f"SCALING_ODES_MAX_HOURS)")
+    if spec.init is not None:
+        check_realisable(spec)
+
+
+def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha_max"):
+    """The simulator counts steps round(α N) in int64; refuse grids beyond it or the time limit."""
+    top = max(alphas)
+    steps = top * N
+    if not math.isfinite(steps) or steps > MAX_SIM_STEPS:
+        count = f"{steps:.3g}" if math.isfinite(steps) else "more than 1.8e308"
+        raise ValueError(f"{label} = {top:.6g} with N = {N} is {count} SGD steps: beyond "
+                         f"the simulator's step counter (at most {float(MAX_SIM_STEPS):.3g})")
+    # ~2e7 steps/s is a generous rate for the numba kernel at small N (it falls with N)
+    est = steps * n_runs * max(1.0, N / 1000) / 2e7
+    if est > time_limit():
+        raise ValueError(f"{label} = {top:.6g} with N = {N} ({n_runs} run(s)): about "
+                         f"{_hours(est)} of simulation (limit {_hours(time_limit())}, "
+                         f"SCALING_ODES_MAX_HOURS)")
+
+
+# ---- realisability of explicit initial conditions ---------------------------------------------
+
+def _psd_exact(A) -> int | None:
+    """Index of a witness that the symmetric Fraction matrix A is not PSD, or None when it is.
+
+    Symmetric elimination with the largest diagonal pivot: a negative diagonal, or a zero
+    pivot with a nonzero entry in its row, proves an indefinite matrix.
+    """
+    A = [list(r) for r in A]
+    idx = list(range(len(A)))
+    while idx:
+        p = max(idx, key=lambda i: A[i][i])
+        if A[p][p] < 0:
+            return p
+        if A[p][p] == 0:
+            if any(A[p][j] != 0 for j in idx):
+                return p
+            idx.remove(p)
+            continue
+        idx.remove(p)
+        for i in idx:
+            f = A[i][p] / A[p][p]
+            if f:
+                for j in idx:
+                    A[i][j] -= f * A[p][j]
+    return None
+
+
+def _block(Q, R, T):
+    K, M = len(Q), len(T)
+    return [[Q[i][j] for j in range(K)] + [R[i][n] for n in range(M)] for i in range(K)] + \
+           [[R[i][n] for i in range(K)] + [T[n][m] for m in range(M)] for n in range(M)]
+
+
+def _not_realisable(where, k, value=None):
+    tail = f" (smallest eigenvalue {value:.3g})" if value is not None else ""
+    return ValueError(f"{where} is not realisable: the overlap matrix [[Q, R], [R^T, T]] of "
+                      f"mode {k} is not positive semidefinite{tail}; order parameters must "
+                      f"come from real weights")
+
+
+def check_realisable(spec) -> None:
+    init = spec.init
+    if init.basis == "modes":
+        for k, (Q, R, T) in enumerate(zip(init.Q, init.R, init.T)):
+            if _psd_exact(_block(Q, R, T)) is not None:
+                raise _not_realisable("[init.modes]", k)
+        return
+    _check_levels_realisable(spec)
+
+
+def _check_levels_realisable(spec):
+    """Levels -> modes (X_k = V^-1 X^(l)) at two precisions; a mode matrix whose smallest
+    eigenvalue is below minus the difference of the two (the resolution of the map at the
+    digits used) is refused."""
+    import mpmath
+    from solvers.app.solve import spectrum_of
+    init = spec.init
+    L = spec.data.L
+    K, M = spec.model.K, spec.model.M
+    spectrum = spectrum_of(spec)
+    base = 30 + int(math.ceil(3 * L))
+    results = []
+    for dps in (base, base + 20):
+        with mpmath.workdps(dps):
+            lam = [mpmath.mpf(v.evalf(dps + 10)) if hasattr(v, "evalf") else mpmath.mpf(v)
+                   for v in spectrum.eigenvalues]
+            # the spectrum is descending; the user's levels refer to the same eigenvalues
+            V = mpmath.matrix([[x ** l for x in lam] for l in range(L)])
+            V1 = mpmath.matrix([[x ** l for x in lam] for l in range(1, L + 1)])
+
+            def to_modes(A, levels):
+                flat = [[_mpq(levels[l][i][j]) for l in range(len(levels))]
+                        for i in range(len(levels[0])) for j in range(len(levels[0][0]))]
+                try:
+                    cols = [mpmath.lu_solve(A, mpmath.matrix(c)) for c in flat]
+                except ZeroDivisionError:
+                    raise ValueError("[init.levels] the modes map is singular at this spectrum "
+                                     "(eigenvalues too close)") from None
+                n, m_ = len(levels[0]), len(levels[0][0])
+                return [[[cols[i * m_ + j][k] for j in range(m_)] for i in range(n)]
+                        for k in range(L)]
+            R = to_modes(V, init.R)
+            Q = to_modes(V, init.Q)
+            T = to_modes(V1, init.T[1:])
+            mins = []
+            for k in range(L):
+                B = mpmath.matrix(_block(Q[k], R[k], T[k]))
+                ev = mpmath.eigsy(B, eigvals_only=True)
+                mins.append((min(ev), max(abs(x) for x in ev)))
+            results.append(mins)
+    for k, ((lo1, _), (lo2, scale)) in enumerate(zip(*results)):
+        resolution = abs(lo1 - lo2) * 10 + scale * mpmath.mpf(10) ** (-base + 3 * L + 10)
+        if lo2 < -resolution:
+            raise _not_realisable("[init.levels] (through the modes map)", k, float(lo2))
+
+
+def _mpq(x: Fraction):
+    import mpmath
+    return mpmath.mpf(x.numerator) / x.denominator

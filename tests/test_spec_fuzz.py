@@ -1,0 +1,180 @@
+"""Property-based test over the spec schema (issue 12): random valid and invalid specs for every
+subcommand end in exit 0 with finite numbers, or exit 2 with one line on stderr -- never a
+traceback, a hang or a NaN -- each within a time bound.
+
+Specs start from a tiny valid one per subcommand (so that valid specs run in well under a
+second) and get up to four mutations (none in a quarter of the examples): a key set to another valid value, to a wild value (wrong
+type, huge, tiny, non-finite, huge exponent, ...), removed, or an unknown key / a section that
+is not a table.  ``n_jobs`` is left alone: worker start-up would dominate the time budget (the
+sweep workers are tested in test_sweep_faults.py).  Examples are derandomized: the suite runs
+the same ones every time.
+"""
+import contextlib
+import io
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from solvers.app.cli import main as cli
+
+PER_EXAMPLE_SECONDS = 30        # generous: the machine is shared; a tiny valid spec takes < 1 s
+
+ERF = {"model": {"activation": "erf", "K": 2, "M": 2},
+       "data": {"L": 2, "beta": 1, "N": 8},
+       "training": {"eta": 0.5, "sigma_J": 0.1, "seed": 0},
+       "solve": {"alpha_max": 10, "n_points": 3, "spacing": "linear", "basis": "modes",
+                 "dps": "auto", "digits": 6}}
+LINEAR = {**ERF, "model": {"activation": "linear", "K": 1, "M": 1},
+          "training": {"eta": 0.5, "sigma_J": 0.1, "seed": 0, "init": "expected"}}
+
+SUBCOMMANDS = {
+    ("solve",): (ERF, {}),
+    ("simulate",): (ERF, {"simulate": {"seeds": [0, 1], "n_jobs": 1}}),
+    ("plateau",): (ERF, {"plateau": {"escape_fraction": 0.1}}),
+    # the linearisation needs a specialised state: later times
+    ("asymptotic",): ({**ERF, "training": {**ERF["training"], "eta": 1.0},
+                       "solve": {**ERF["solve"], "alpha_max": 150}},
+                      {"asymptotic": {"alpha0": 120}}),
+    ("linear", "curve"): (LINEAR, {"linear": {"route": "modes"}}),
+    ("linear", "window"): (LINEAR, {}),
+    ("linear", "feature-scaling"): (LINEAR, {"linear": {"N_l": [1, 2]}}),
+    ("sweep",): (ERF, {"sweep": {"what": ["solve"], "n_jobs": 1, "out": "out",
+                                 "axes": {"seed": [0, 1]}}}),
+}
+
+# the slower ones (plateau, asymptotic: ~1 s each when valid; sweep) a little less often
+WEIGHTED = [sub for sub in sorted(SUBCOMMANDS)
+            for _ in range(1 if sub in (("plateau",), ("asymptotic",), ("sweep",)) else 2)]
+
+VALID = {
+    "activation": ["erf", "linear"], "K": [1, 2], "M": [1, 2], "L": [1, 2, 4],
+    "beta": [0, 0.5, 1, "2", "0.25"], "N": [4, 8, 16], "eigenvalues": [[2, 1], ["1.5", "0.5"]],
+    "rotate": [True, False], "eta": [0.05, "0.3", 1], "order": [1, 2],
+    "sigma_J": [0, 0.01, "0.5"], "seed": [0, 7], "init": ["random", "expected", "explicit"],
+    "alpha_max": [1, 5.5, 20], "alpha_min": [0, 0.5], "n_points": [2, 3, 5],
+    "spacing": ["log", "linear"], "basis": ["modes", "levels"],
+    "dps": ["auto", "float64", 30], "digits": [3, 6, 8], "alphas": [[0, 1, 2], [0.5, 3]],
+    "seeds": [[0], [3, 4]], "route": ["modes", "companion", "levels"],
+    "escape_fraction": [0.05, 0.3], "alpha0": [0, 2, 8], "N_l": [[1], [2, 4]],
+    "rotated": [True, False], "what": [["solve"], ["simulate"], "solve"],
+    "axes": [{"seed": [0, 1]}, {"L": [1, 2]}, {"eta": [0.1, 0.2]}],
+}
+SECTION_KEYS = {
+    "model": ("activation", "K", "M"), "data": ("L", "beta", "eigenvalues", "N", "rotate"),
+    "training": ("eta", "order", "sigma_J", "seed", "init"),
+    "solve": ("alphas", "alpha_max", "alpha_min", "n_points", "spacing", "basis", "dps",
+              "digits"),
+    "simulate": ("seeds", "untrainable", "eps_holdout"), "plateau": ("dps", "alpha0",
+                                                                     "escape_fraction"),
+    "asymptotic": ("alpha0",), "linear": ("route", "N_l", "rotated", "n_W", "untrainable"),
+    "sweep": ("what", "out", "axes"),
+}
+WILD = [-1, 0, 10 ** 12, 2 ** 63 - 1, -2 ** 63, 1e300, -1e-300, 1e-320, float("inf"),
+        float("nan"), "1e999999999", "-1e-999999999", "1e400", "abc", "", True, [], [1, "x"],
+        {"a": 1}, 0.1, 3]
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) \
+            else repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(v)
+
+
+def _toml(doc):
+    lines = []
+    for sec, table in doc.items():
+        if not isinstance(table, dict):
+            lines.append(f"{sec} = {_toml_value(table)}")
+    for sec, table in doc.items():
+        if isinstance(table, dict):
+            lines.append(f"[{sec}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def cases(draw):
+    sub = draw(st.sampled_from(WEIGHTED))
+    base, extra = SUBCOMMANDS[sub]
+    doc = json.loads(json.dumps({**base, **extra}))
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 1, 2, 3, 4]))):
+        sec = draw(st.sampled_from(sorted(doc)))
+        if not isinstance(doc[sec], dict):
+            continue
+        kind = draw(st.sampled_from(["valid"] * 5 + ["wild"] * 2 + ["drop", "unknown",
+                                                                   "not a table"]))
+        keys = sorted((set(doc[sec]) | set(SECTION_KEYS.get(sec, ()))) - {"n_jobs"})
+        key = draw(st.sampled_from(keys))
+        if kind == "valid":
+            doc[sec][key] = draw(st.sampled_from(VALID.get(key, WILD)))
+        elif kind == "wild":
+            doc[sec][key] = draw(st.sampled_from(WILD))
+        elif kind == "drop":
+            doc[sec].pop(key, None)
+        elif kind == "unknown":
+            doc[sec]["bogus_key"] = 1
+        else:
+            doc[sec] = draw(st.sampled_from(WILD))
+    return sub, doc
+
+
+def _numbers(x):
+    if isinstance(x, dict):
+        for v in x.values():
+            yield from _numbers(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _numbers(v)
+    elif isinstance(x, float):
+        yield x
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(cases())
+def test_random_specs_end_in_a_result_or_one_line(case):
+    sub, doc = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.toml"
+        path.write_text(_toml(doc))
+        out, err = io.StringIO(), io.StringIO()
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = [*sub, str(path)] + (["--no-progress", "--n-jobs", "1"] if sub == ("sweep",)
+                                        else ["--json"])
+            code = cli.main(args)
+        elapsed = time.perf_counter() - started
+        out, err = out.getvalue(), err.getvalue()
+        assert elapsed < PER_EXAMPLE_SECONDS, (sub, doc, elapsed)
+        assert "Traceback" not in err
+        if code == 2:
+            lines = err.strip().splitlines()
+            assert out == "" and len(lines) == 1 and lines[0].startswith("scaling-odes: error:"), \
+                (sub, doc, err)
+            assert "internal error" not in err, (sub, doc, err)
+            return
+        assert code == 0, (sub, doc, code, err)
+        assert len(err.strip().splitlines()) <= 1      # at most the warnings summary
+        if sub == ("sweep",):
+            assert "cell(s) computed" in out
+            return
+        res = json.loads(out)
+        for x in _numbers(res):
+            assert math.isfinite(x), (sub, doc, res)
+        for e in res.get("eps_g", []):
+            assert float(e) >= 0, (sub, doc, res["eps_g"])
