@@ -2,8 +2,8 @@
 
 Eigenlearning is the P → ∞ limit.  With thousands of designs and the estimator averaged
 exactly over label noise and target signs (`kernel_mc_averaged`), M = 2000, a = b = 2, the
-Monte Carlo sits above it by E_MC/E_eig − 1 ≈ 0.45/P (P = 8: +5.0 %, 16: +2.8 %, 32: +1.4 %,
-64: +0.8 %), the same for (T, σ²) = (0, 0), (1e−2, 1e−2), (1e−4, 1e−2).  With 16–128 designs
+Monte Carlo sits above it by E_MC/E_eig − 1 ≈ 0.4–0.7/P (P = 8: +5.0 %, 16: +2.8 %, 32: +1.4 %,
+64: +0.8 %, 128: +0.37 %, 256: +0.26 %), the same for (T, σ²) = (0, 0), (1e−2, 1e−2), (1e−4, 1e−2).  With 16–128 designs
 and the plain estimator this is below the standard error, so those runs are "within 3 SE".
 Also: 1/(1 − γ), the factor that dropping the denominator loses, against a 25-digit route.
 """
@@ -70,7 +70,7 @@ def test_finite_P_correction_resolved_small_P():
 @pytest.mark.full
 def test_finite_P_correction_full():
     """P = 8…512, all three (T, σ²): the correction is resolved and ≈ 0.45/P up to P = 128,
-    within 3 SE + 0.55/P beyond; rg_gda within 3 % of the Monte Carlo from P = 16 on (P = 8:
+    between −3 SE and 3 SE + 1/P beyond; rg_gda within 3 % of the Monte Carlo from P = 16 on (P = 8:
     −4.8 %); E_MC/(E_eig (1 − γ)) is 1.4–2.3 except (T = 1e-2, P = 512): 1.33."""
     Ps = [8, 16, 32, 64, 128, 256, 512]
     rows = []
@@ -84,8 +84,8 @@ def test_finite_P_correction_full():
         P = r["P"]
         if P <= 128:
             _check_correction(r)
-        else:
-            assert abs(r["r"] - 1) < 3 * r["se"] + 0.55 / P, r
+        else:                                             # P (r − 1) = 0.6–0.7 at P = 256
+            assert -3 * r["se"] < r["r"] - 1 < 3 * r["se"] + 1.0 / P, r
         if P >= 16:
             assert abs(r["gda"] - 1) < 0.03, r
         if (r["T"], P) == (1e-2, 512):
@@ -95,7 +95,8 @@ def test_finite_P_correction_full():
 
 
 def _one_minus_gamma_mp(P, T, M=2000, a=2, dps=25):
-    """1 − γ from the defining sums: bisection in log κ_S on P = T/κ_S + Σ λ/(λ + κ_S)."""
+    """1 − γ from the defining sums: P = T/κ_S + Σ λ/(λ + κ_S) solved in v = log κ_S by
+    bisection on [−60, 10] to 1e-10, then Newton steps until they stop moving (to 1e-22)."""
     with mpmath.workdps(dps):
         lam = [mpmath.mpf(k) ** -a for k in range(1, M + 1)]
         P, T = mpmath.mpf(P), mpmath.mpf(T)
@@ -105,10 +106,19 @@ def _one_minus_gamma_mp(P, T, M=2000, a=2, dps=25):
             return T / kS + mpmath.fsum(l / (l + kS) for l in lam) - P
         lo, hi = mpmath.mpf(-60), mpmath.mpf(10)
         assert G(lo) > 0 > G(hi)
-        for _ in range(3 * dps + 20):                   # 70·2^-95 ≪ 10^-25 in log κ_S
+        for _ in range(40):                             # 70·2^-40 < 1e-10
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if G(mid) > 0 else (lo, mid)
-        kS = mpmath.exp((lo + hi) / 2)
+        v = (lo + hi) / 2
+        for _ in range(8):
+            kS = mpmath.exp(v)
+            dG = -T / kS - mpmath.fsum(l * kS / (l + kS) ** 2 for l in lam)
+            step = G(v) / dG
+            v -= step
+            if abs(step) < mpmath.mpf(10) ** -22:
+                break
+        assert abs(step) < mpmath.mpf(10) ** -22 and lo <= v <= hi
+        kS = mpmath.exp(v)
         return float(1 - mpmath.fsum((l / (l + kS)) ** 2 for l in lam) / P)
 
 
