@@ -3,7 +3,7 @@
 Eigenlearning is the P → ∞ limit.  With thousands of designs and the estimator averaged
 exactly over label noise and target signs (`kernel_mc_averaged`), M = 2000, a = b = 2, the
 Monte Carlo sits above it by E_MC/E_eig − 1 ≈ 0.4–0.7/P (P = 8: +5.0 %, 16: +2.8 %, 32: +1.4 %,
-64: +0.8 %, 128: +0.37 %, 256: +0.26 %), the same for (T, σ²) = (0, 0), (1e−2, 1e−2), (1e−4, 1e−2).  With 16–128 designs
+64: +0.8 %, 128: +0.37 %, 256: +0.26 %, 512: +0.12 % ± 0.02 %), the same for (T, σ²) = (0, 0), (1e−2, 1e−2), (1e−4, 1e−2).  With 16–128 designs
 and the plain estimator this is below the standard error, so those runs are "within 3 SE".
 Also: 1/(1 − γ), the factor that dropping the denominator loses, against a 25-digit route.
 """
