@@ -22,12 +22,12 @@ __all__ = ["KernelSpectrum", "explicit", "levels", "power_law", "KernelError", "
            "solve_kappa_mp", "solve_kappa_S_mp", "Approx", "decimation_cut",
            "equivalent_kernel", "rg_ek", "rg_gda", "METHODS", "LABELS", "learning_curves",
            "slides_literal",
-           "kernel_mc", "mc_learnability"]
+           "kernel_mc", "kernel_mc_averaged", "mc_learnability"]
 
 
 def __getattr__(name):
     # the Monte-Carlo oracle pulls in scipy.linalg; load it on first use
-    if name in ("kernel_mc", "mc_learnability"):
+    if name in ("kernel_mc", "kernel_mc_averaged", "mc_learnability"):
         from solvers.theory.kernel import montecarlo
         return getattr(montecarlo, name)
     raise AttributeError(name)
