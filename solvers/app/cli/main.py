@@ -12,6 +12,7 @@ from pathlib import Path
 from solvers.app.cli import linear as cli_linear
 from solvers.app.cli import plateau as cli_plateau
 from solvers.app.cli import simulate as cli_simulate
+from solvers.app.cli import figures as cli_figures
 from solvers.app.cli.common import CliError, emit, progress_bar
 
 
@@ -66,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("regenerate", help="rewrite the generated solver modules")
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
-    for module in (cli_linear, cli_plateau, cli_simulate):
+    for module in (cli_linear, cli_plateau, cli_simulate, cli_figures):
         module.register(sub)
     return p
 
