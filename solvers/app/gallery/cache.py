@@ -47,6 +47,8 @@ class Cache:
         self.hits = self.misses = 0
         self.compute_s = 0.0          # computed in this run
         self.piece_s = 0.0            # measured cost of every piece used (stored with the piece)
+        self.cpu_s = 0.0              # CPU seconds (all threads) of the pieces used, where measured
+        self.used = {}                # piece id -> its measured seconds (shared pieces: count once)
 
     def key(self, fig: int, piece: str, params: dict, version: int) -> str:
         text = json.dumps(_plain({"fig": fig, "piece": piece, "params": params, "v": version}),
@@ -57,22 +59,28 @@ class Cache:
         """The stored piece, or ``compute()`` stored atomically and returned."""
         path = None
         if self.root is not None:
-            path = self.root / f"fig{fig:02d}" / f"{piece}-{self.key(fig, piece, params, version)}.json"
+            folder = f"fig{fig:02d}" if isinstance(fig, int) else str(fig)
+            path = self.root / folder / f"{piece}-{self.key(fig, piece, params, version)}.json"
             if path.exists():
                 self.hits += 1
                 stored = json.loads(path.read_text())
                 self.piece_s += float(stored.get("seconds", 0.0))
+                self.cpu_s += float(stored.get("cpu_seconds", 0.0))
+                self.used[f"{folder}/{path.stem}"] = float(stored.get("seconds", 0.0))
                 return _restore(stored["data"])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         data = _plain(compute())
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+        self.cpu_s += cpu
         self.compute_s += dt
         self.piece_s += dt
+        if path is not None:
+            self.used[f"{path.parent.name}/{path.stem}"] = dt
         self.misses += 1
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps({"fig": fig, "piece": piece, "params": _plain(params),
-                                       "seconds": dt, "data": data}))
+                                       "seconds": dt, "cpu_seconds": cpu, "data": data}))
             os.replace(tmp, path)
         return _restore(data)

@@ -48,20 +48,25 @@ def _checks_table(checks):
 def render(records: dict) -> str:
     figs = all_figures()
     lines = [HEAD, "| Fig. | status | run time (s) | checks met |", "|---|---|---|---|"]
-    total_full = 0.0
+    total_full, pieces = 0.0, {}
     for n, f in figs.items():
         r = records.get(str(n), {})
         rec = r.get("full") or r.get("small")
         st = "full" if r.get("full") else ("reduced" if r.get("small") else "missing")
         t = "" if rec is None else f"{rec['compute_s'] + rec['plot_s']:.1f}"
         if r.get("full"):
-            total_full += r["full"]["compute_s"] + r["full"]["plot_s"]
+            total_full += r["full"]["plot_s"]
+            pieces.update(r["full"].get("pieces", {}))
+            if "pieces" not in r["full"]:
+                total_full += r["full"]["compute_s"]
         ok = "" if rec is None else (f"{sum(c['ok'] is True for c in rec['checks'])}"
                                      f"/{sum(c['ok'] is not None for c in rec['checks'])}")
         lines.append(f"| [{n}](#figure-{n}) | {st} | {t} | {ok} |")
     n_full = sum(1 for n in figs if records.get(str(n), {}).get("full"))
+    total_full += sum(pieces.values())
     lines.append(f"\nFull-size figures: {n_full} of {len(figs)}; their summed run time "
-                 f"{total_full:.0f} s ({total_full / 3600:.2f} h).\n")
+                 f"{total_full:.0f} s ({total_full / 3600:.2f} h; pieces shared between figures counted once; "
+                 "wall-clock, niced, on 2 cores shared with other jobs: see each figure's load average).\n")
     for n, f in figs.items():
         r = records.get(str(n), {})
         rec = r.get("full") or r.get("small")
@@ -76,7 +81,8 @@ def render(records: dict) -> str:
         lines.append(f"*Parameters ({'as run' if rec else 'paper size'}):* `{json.dumps(params, ensure_ascii=False)}`\n")
         lines.append(f"*Command:* `scaling-odes figures --fig {n}` (or `make figures FIG={n}`)\n")
         if rec:
-            lines.append(f"*Run time:* {rec['compute_s']:.1f} s compute + {rec['plot_s']:.1f} s plot "
+            cpu = f", {rec['compute_cpu_s']:.1f} s CPU" if rec.get("compute_cpu_s") else ""
+            lines.append(f"*Run time:* {rec['compute_s']:.1f} s compute{cpu} + {rec['plot_s']:.1f} s plot "
                          f"({rec['size']} size, {rec['date']}, load average {rec['load_avg'][0]})\n")
             lines.append(_checks_table(rec["checks"]))
         if f.errata:

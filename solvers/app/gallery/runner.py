@@ -28,9 +28,10 @@ def compute(fig, small: bool, cache: Cache, progress: bool = False):
     """The figure's data through its cached pieces (the path the test suite runs at small size)."""
     bar = tqdm(desc=f"Fig. {fig.number}", unit="piece", disable=not progress, leave=False)
 
-    def piece(name, params, fn):
+    def piece(name, params, fn, group=None):
+        # group: pieces shared between figures (e.g. the plateau trajectory of Figs. 4 and 18)
         bar.set_postfix_str(name)
-        out = cache.get(fig.number, f"{'small' if small else 'full'}-{name}", params, fig.version, fn)
+        out = cache.get(group or fig.number, f"{'small' if small else 'full'}-{name}", params, fig.version, fn)
         bar.update(1)
         return out
     try:
@@ -55,7 +56,6 @@ def run(numbers=None, *, small=False, out: Path = OUT, cache_dir: Path | None = 
     if unknown:
         raise ValueError(f"no such figure: {unknown} (the paper has Figures 1-20)")
     out = Path(out)
-    recs = load_records(records) if records else {}
     done = {}
     for n in tqdm(numbers, desc="figures", unit="fig", disable=not progress):
         fig = figs[n]
@@ -67,9 +67,11 @@ def run(numbers=None, *, small=False, out: Path = OUT, cache_dir: Path | None = 
         t2 = time.perf_counter()
         checks = fig.checks(data, params_of(fig, small))
         rec = {"size": "small" if small else "full",
-               "compute_s": round(cache.piece_s, 2), "plot_s": round(t2 - t1, 2),
+               "compute_s": round(cache.piece_s, 2), "compute_cpu_s": round(cache.cpu_s, 2),
+               "plot_s": round(t2 - t1, 2),
                "wall_s_this_run": round(time.perf_counter() - t0, 2),
                "pieces_computed": cache.misses, "pieces_cached": cache.hits,
+               "pieces": {k: round(v, 2) for k, v in cache.used.items()},
                "files": [str(Path(f).relative_to(DOCS)) if Path(f).is_relative_to(DOCS) else str(f) for f in files],
                "checks": _plain(checks), "params": _plain(params_of(fig, small)),
                "command": command_for(n, small),
@@ -77,6 +79,7 @@ def run(numbers=None, *, small=False, out: Path = OUT, cache_dir: Path | None = 
                "load_avg": [round(x, 2) for x in os.getloadavg()], "host": platform.node()}
         done[n] = rec
         if records:
+            recs = load_records(records)          # merge: another run may have written meanwhile
             recs.setdefault(str(n), {})[rec["size"]] = rec
             records.parent.mkdir(parents=True, exist_ok=True)
             records.write_text(json.dumps(recs, indent=1, ensure_ascii=False) + "\n")

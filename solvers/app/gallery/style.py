@@ -45,6 +45,8 @@ def save(fig, path: Path, *, small: bool, note: str | None = None) -> Path:
                  color="firebrick" if small else "0.3")
         fig.get_layout_engine().set(rect=(0, 0, 1, 0.96))
     path = Path(path)
+    if small:                      # never overwrite a full-size image with a placeholder
+        path = path.with_name(path.stem + "_reduced" + path.suffix)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
