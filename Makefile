@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test verify regenerate bench clean
+.PHONY: demo test verify regenerate bench clean figures
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -30,3 +30,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache
+
+# The paper's figures at full size (hours on 2 cores; cached pieces, resumable): make figures [FIG=6]
+figures: $(STAMP)
+	nice -n 19 $(VENV)/bin/scaling-odes figures $(if $(FIG),--fig $(FIG),)
