@@ -25,8 +25,9 @@ from fractions import Fraction
 
 import numpy as np
 
-PLATEAU_KEYS = {"dps", "alpha0", "escape_fraction"}
-ASYMPTOTIC_KEYS = {"alpha0"}
+from solvers.app import sections
+from solvers.app.cli.common import spec_command
+
 
 # "on the way to the plateau" at α_0: ε_g within 5 % of the symmetric plateau height and the
 # symmetry-breaking component below 1 % of R* (still in the linear regime of the escape)
@@ -38,11 +39,7 @@ def register(sub) -> None:
     for name, result_of, text in (
             ("plateau", plateau_result, "symmetric plateau: fixed point, escape"),
             ("asymptotic", asymptotic_result, "linearised convergence near perfect learning")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("spec", help="SPEC.toml")
-        p.add_argument("-o", "--output", help="write JSON here")
-        p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
-        p.set_defaults(func=_command(result_of))
+        spec_command(sub, name, _command(result_of), text)
 
 
 # -- shared -----------------------------------------------------------------------------------
@@ -50,27 +47,6 @@ def register(sub) -> None:
 def _load(path):
     from solvers.app.spec import load_spec
     return load_spec(path, extra_sections=("plateau", "asymptotic"))
-
-
-def _section(spec, name, allowed):
-    from solvers.app.spec import SpecError
-    sec = dict(spec.extra.get(name, {}))
-    unknown = sorted(set(sec) - allowed)
-    if unknown:
-        raise SpecError(f"{spec.path}: unknown key [{name}] {unknown[0]} "
-                        f"(allowed: {', '.join(sorted(allowed))})")
-    return sec
-
-
-def _number(spec, name, key, value, *, integer=False, minimum=None):
-    from solvers.app.spec import SpecError
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or not math.isfinite(value) or \
-            (minimum is not None and value < minimum):
-        what = "an integer" if integer else "a finite number"
-        bound = f" >= {minimum}" if minimum is not None else ""
-        raise SpecError(f"{spec.path}: [{name}] {key} = {value!r} must be {what}{bound}")
-    return value
 
 
 def _check_model(spec):
@@ -89,7 +65,7 @@ def teacher_matrices(problem, dps=30):
     """(L, M, M) exact Fractions of the problem's teacher modes (binary values of the
     working-precision conversion when the spec gives levels)."""
     from solvers.core.numbers import MpmathContext
-    from solvers.theory.plateau import _fraction
+    from solvers.core.numbers import exact_fraction
     init = problem.init
     M = problem.key.M
     if init.basis == "modes":
@@ -101,7 +77,7 @@ def teacher_matrices(problem, dps=30):
         out = np.empty((problem.L, M, M), dtype=object)
         for k in range(problem.L):
             for p, (i, j) in enumerate(zip(*iu)):
-                out[k, i, j] = out[k, j, i] = _fraction(num.T_modes[k, p])
+                out[k, i, j] = out[k, j, i] = exact_fraction(num.T_modes[k, p])
         return out
 
 
@@ -122,8 +98,8 @@ def plateau_result(spec) -> dict:
                           plateau_height, to_float)
     from solvers.app.solve import problem_of
     _check_model(spec)
-    sec = _section(spec, "plateau", PLATEAU_KEYS)
-    dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15)
+    sec = sections.read(spec, "plateau", sections.PLATEAU_SCHEMA)
+    dps = sec["dps"]
     problem = problem_of(spec)
     M = spec.model.M
     teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
@@ -155,10 +131,8 @@ def plateau_result(spec) -> dict:
         del out["tau_esc"]
         out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
         return out
-    frac = _number(spec, "plateau", "escape_fraction", sec.get("escape_fraction", 0.1),
-                   minimum=1e-12)
     length = plateau_length(spec, problem, out["eps_plateau"], R1, out["escape_rate"],
-                            sec.get("alpha0"), frac)
+                            sec["alpha0"], sec["escape_fraction"])
     out.update(length)
     return out
 
@@ -185,7 +159,7 @@ def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=
     grid = _grid(spec)
     tau = 1.0 / rate
     if alpha0 is not None:
-        alpha0 = float(_number(spec, "plateau", "alpha0", alpha0, minimum=0))
+        alpha0 = float(alpha0)
         grid = sorted(set(grid) | {alpha0})
     states, eps = mode_states(problem, grid)
     R1, _ = _level1(states, problem.numeric(_f64()).lam, M)
@@ -236,12 +210,11 @@ def asymptotic_result(spec) -> dict:
     from solvers.theory.asymptotic import FullLinearisation, matched_permutation, mode_states
     from solvers.app.solve import problem_of
     _check_model(spec)
-    sec = _section(spec, "asymptotic", ASYMPTOTIC_KEYS)
+    sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
     problem = problem_of(spec)
     M = spec.model.M
     grid = _grid(spec)
-    alpha0 = float(_number(spec, "asymptotic", "alpha0", sec.get("alpha0", spec.solve.alpha_grid()[0]),
-                           minimum=0))
+    alpha0 = sec["alpha0"] if sec["alpha0"] is not None else float(spec.solve.alpha_grid()[0])
     if alpha0 >= grid[-1]:
         raise ValueError(f"{spec.path}: [asymptotic] alpha0 = {alpha0:g} must be below the "
                          f"last grid point {grid[-1]:g}")

@@ -1,0 +1,42 @@
+"""The ``[simulate]`` section and the arguments a spec gives ``solvers.sim.simulate``.
+
+Shared by the ``simulate`` subcommand (``solvers.app.cli.simulate``) and sweeps
+(``solvers.app.sweep``); it lives outside the CLI so that neither imports the other's module.
+"""
+from __future__ import annotations
+
+from solvers.app import sections
+from solvers.app.sections import SIMULATE_SCHEMA
+
+SIMULATE_KEYS = tuple(SIMULATE_SCHEMA)
+
+
+def simulate_options(spec) -> dict:
+    """The validated ``[simulate]`` section: seeds, n_jobs, n_trainable, untrainable, eps_holdout."""
+    opts = sections.read(spec, "simulate", SIMULATE_SCHEMA)
+    opts["seeds"] = list(opts["seeds"]) if opts["seeds"] is not None else [spec.training.seed]
+    N = spec.data.N
+    if opts["n_trainable"] is not None and opts["n_trainable"] > (N or 0):
+        raise sections.error(spec, "simulate", f"n_trainable = {opts['n_trainable']} must be "
+                                              f"an integer between 1 and N = {N}")
+    if spec.training.init != "random":
+        raise sections.error(spec, "training", f"simulate needs training.init = \"random\" "
+                                              f"(got {spec.training.init!r}): a simulation "
+                                              f"starts from drawn weights")
+    return opts
+
+
+def eigenvalues_of(spec) -> list[float]:
+    """The spectrum the ODEs use (``solve.spectrum_of``), descending, rounded to float64."""
+    from solvers.app.solve import spectrum_of
+    return [float(v) for v in spectrum_of(spec).eigenvalues]
+
+
+def simulate_kwargs(spec, options: dict) -> dict:
+    """Arguments of ``solvers.sim.simulate.simulate`` (all but seed) for a spec."""
+    m, d, t = spec.model, spec.data, spec.training
+    return dict(activation=m.activation, K=m.K, M=m.M, N=d.N, eta=float(t.eta),
+                sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
+                eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
+                n_trainable=options["n_trainable"], untrainable=options["untrainable"],
+                eps_holdout=options["eps_holdout"])
