@@ -39,6 +39,7 @@ ORACLES = {
     "test_notebook_simulation.py": ("simulation",),
     "test_notebooks.py": ("second_basis", "closed_form"),
     "test_plateau.py": ("closed_form",),
+    "test_precision_policy.py": ("contract", "higher_precision"),
     "test_realdata.py": ("simulation",),
     "test_sim_vs_ode.py": ("simulation",),
     "test_simulate.py": ("closed_form",),

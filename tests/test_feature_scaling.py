@@ -206,7 +206,10 @@ def test_feature_scaling_result(tmp_path):
     assert out["eps_asymp"]["theory"][1] == pytest.approx(fs.eps_asymp_eigenbasis(lam, 64, 8, 0.5))
     rot = fs.feature_scaling_result(_spec(tmp_path, "N_l = [8, 16]\nrotated = true\nn_W = 4"))
     assert len(rot["eps_asymp"]["theory_stderr"]) == 2 and rot["meta"]["n_W"] == 4
-    for bad, msg in [("N_l = [0]", "N_l must be"), ("rotated = 1", "rotated must be"),
-                     ("n_W = 1", "n_W must be"), ("untrainable = \"x\"", "untrainable must be")]:
+    # the [linear] schema's one error format (solvers.app.sections.LINEAR_SCHEMA)
+    for bad, msg in [("N_l = [0]", r"\[linear\] N_l\[0\] = 0 must be >= 1"),
+                     ("rotated = 1", r"\[linear\] rotated = 1 has wrong type"),
+                     ("n_W = 1", r"\[linear\] n_W = 1 must be >= 2"),
+                     ("untrainable = \"x\"", r"\[linear\] untrainable = \"x\" must be one of")]:
         with pytest.raises(ValueError, match=msg):
             fs.feature_scaling_result(_spec(tmp_path, bad))

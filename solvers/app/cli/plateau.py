@@ -27,12 +27,7 @@ import numpy as np
 
 from solvers.app import sections
 from solvers.app.cli.common import spec_command
-
-
-# "on the way to the plateau" at α_0: ε_g within 5 % of the symmetric plateau height and the
-# symmetry-breaking component below 1 % of R* (still in the linear regime of the escape)
-PLATEAU_EPS_TOL = 0.05
-PLATEAU_RHO_TOL = 0.01
+from solvers.theory.plateau_length import level_one_R, plateau_length
 
 
 def register(sub) -> None:
@@ -86,9 +81,7 @@ def _grid(spec):
     return grid if grid[0] == 0 else [0.0] + list(grid)
 
 
-def _level1(states, lam, M):
-    v1 = np.array([np.asarray(lam, dtype=float) @ s for s in states])
-    return v1[:, :M * M].reshape(-1, M, M), v1
+_level1 = level_one_R
 
 
 # -- plateau ----------------------------------------------------------------------------------
@@ -131,71 +124,11 @@ def plateau_result(spec) -> dict:
         del out["tau_esc"]
         out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
         return out
-    length = plateau_length(spec, problem, out["eps_plateau"], R1, out["escape_rate"],
-                            sec["alpha0"], sec["escape_fraction"])
-    out.update(length)
-    return out
-
-
-def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=0.1) -> dict:
-    """Plateau length from the spec's own trajectory (float64, modes basis).
-
-    The symmetry-breaking (specialisation) component ρ of R^(1) grows as e^{λ(α-α_0)} on the
-    plateau; on top of it sits a static offset (a random teacher's plateau is not exactly the
-    symmetric one).  Fit ρ(α) = a + b e^{λ(α-α_0)} over one escape time after α_0 with the
-    Jacobian's λ (linear least squares in a, b), and extrapolate to |ρ - a| = f R*:
-        α_P - α_0 = τ ln(f R* / |b|)    (the paper's Eq. 117 with τ(D - ln σ_J + ln N / 2)
-    replaced by this measured log-ratio; D itself is reported for random initial conditions).
-    The escape is declared at the fraction f = ``escape_fraction`` (default 0.1) of R*: up to
-    f ≈ 0.3 the extrapolation matches the ODE to the grid spacing (K = M = 2, L = 4); at
-    f = 1 (the paper's "R(α_P) = e R*" is of this size) the nonlinear saturation makes the
-    linear extrapolation ~25 % short, so the length would not be a property of τ_esc.
-    α_0 defaults to the first grid point with |ε_g - ε*| <= 5 % ε*.  Returns {} plus a note
-    when the trajectory is not on the way to the plateau.
-    """
-    from solvers.theory.asymptotic import mode_states
-    from solvers.theory.plateau import specialisation_component
-    M = spec.model.M
-    grid = _grid(spec)
-    tau = 1.0 / rate
-    if alpha0 is not None:
-        alpha0 = float(alpha0)
-        grid = sorted(set(grid) | {alpha0})
-    states, eps = mode_states(problem, grid)
-    R1, _ = _level1(states, problem.numeric(_f64()).lam, M)
-    rho = specialisation_component(R1, M)
-    grid = np.asarray(grid)
-    if alpha0 is None:
-        near = np.flatnonzero(np.abs(eps - eps_star) <= PLATEAU_EPS_TOL * eps_star)
-        if near.size == 0:
-            return {"plateau_length_note": "the trajectory does not reach the plateau "
-                    f"(|eps_g - eps*| > {PLATEAU_EPS_TOL:g} eps* on the whole grid)"}
-        alpha0 = float(grid[near[0]])
-    i0 = int(np.flatnonzero(grid == alpha0)[0])
-    if abs(eps[i0] - eps_star) > PLATEAU_EPS_TOL * eps_star or \
-            abs(rho[i0]) > PLATEAU_RHO_TOL * R_star:
-        return {"plateau_length_note": f"alpha0 = {alpha0:g} is not on the plateau "
-                f"(eps_g = {eps[i0]:.4g}, eps* = {eps_star:.4g}, rho = {rho[i0]:.3g})"}
-    # the fit stretch: one escape time, on a fine grid of its own (the spec's may be coarse)
-    fit = np.linspace(alpha0, alpha0 + tau, 21)
-    fstates, _ = mode_states(problem, [0.0] + list(fit))
-    fR1, _ = _level1(fstates[1:], problem.numeric(_f64()).lam, M)
-    frho = specialisation_component(fR1, M)
-    X = np.stack([np.ones_like(fit), np.exp((fit - alpha0) / tau)], axis=1)
-    (a, b), *_ = np.linalg.lstsq(X, frho, rcond=None)
-    if abs(b) < 1e-300 or not np.isfinite(b):
-        return {"plateau_length_note": "no growing symmetry-breaking component "
-                "(a symmetric initial condition never escapes)"}
-    length = tau * math.log(fraction * R_star / abs(b))
-    out = {"plateau_length": length, "alpha0": alpha0, "escape_fraction": fraction,
-           "rho_alpha0": float(b), "rho_offset": float(a)}
-    # the escape as seen on the spec's grid: first α with |ρ - a| >= f R*
-    hit = np.flatnonzero((np.abs(rho - a) >= fraction * R_star) & (grid > alpha0))
-    if hit.size:
-        out["plateau_length_ode"] = float(grid[hit[0]] - alpha0)
     tr = spec.training
-    if tr.init == "random" and spec.data.N:
-        out["D"] = length / tau + math.log(float(tr.sigma_J)) - 0.5 * math.log(spec.data.N)
+    length = plateau_length(problem, _grid(spec), out["eps_plateau"], R1, out["escape_rate"],
+                            sec["alpha0"], sec["escape_fraction"],
+                            sigma_J=tr.sigma_J if tr.init == "random" else None, N=spec.data.N)
+    out.update(length)
     return out
 
 
