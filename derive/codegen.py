@@ -247,6 +247,7 @@ def write_atomic(path: Path, text: str) -> None:
 KERNELS_MODULE = "gaussian_erf_numpy"
 
 
+@lru_cache(maxsize=2)
 def render_kernels(activation: str = "erf") -> str:
     """Source of the module of Gaussian expectations for the float64 kernels (modes basis at any
     K, M; the simulator's ε_g): I2, I3, I4, ⟨g'g'⟩, ⟨g''g⟩ and the gradients of the last two by
