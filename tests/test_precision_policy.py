@@ -3,7 +3,7 @@ import flint
 import mpmath
 import pytest
 
-from solvers.core.numbers import FlintContext, MpmathContext, context
+from solvers.core.numbers import context
 from solvers.hierarchy import precision
 
 
@@ -36,27 +36,21 @@ def test_settle_raises_precision_until_two_runs_agree():
         precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
 
 
-def test_flint_precision_is_scoped_and_restored():
-    before = flint.ctx.prec
-    with FlintContext(60) as ctx:
-        assert flint.ctx.dps == 60
+@pytest.mark.parametrize("kind", ["flint", "mpmath"])
+def test_precision_is_scoped_and_restored(kind):
+    """workdps / extradps nest inside the context's own scope; everything is restored, also
+    when the block raises (flint's precision is process-wide)."""
+    digits = (lambda: flint.ctx.dps) if kind == "flint" else (lambda: mpmath.mp.dps)
+    before = (flint.ctx.prec, mpmath.mp.prec)
+    with context(kind, 60) as ctx:
+        assert digits() == 60
         with ctx.workdps(30):
-            assert flint.ctx.dps == 30
+            assert digits() == 30
         with pytest.raises(ZeroDivisionError):
             with ctx.extradps(10):
-                assert flint.ctx.dps == 70
+                assert digits() == 70
                 1 / 0
-        assert flint.ctx.dps == 60
-    assert flint.ctx.prec == before
-
-
-def test_mpmath_and_float64_scopes():
-    before = mpmath.mp.dps
-    with MpmathContext(50) as ctx:
-        assert mpmath.mp.dps == 50
-        with ctx.extradps(5):
-            assert mpmath.mp.dps == 55
-    assert mpmath.mp.dps == before
-    with context("float64") as f:
-        with f.workdps(100):
-            assert f.dps == 15             # float64 has no precision to set
+        assert digits() == 60
+    assert (flint.ctx.prec, mpmath.mp.prec) == before
+    with context("float64") as f, f.workdps(100):
+        assert f.dps == 15                 # float64 has no precision to set
