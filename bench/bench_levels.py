@@ -172,7 +172,7 @@ def _hy_real(x, prec):
 class _HeyokaContext:
     """Number context that makes the generated functions return heyoka expressions.
 
-    The generated ``_coefficients`` / ``_combine`` only use +, -, *, /, **, ctx.pi, ctx.sqrt,
+    The generated ``coefficients`` with the assembly's ``combine`` only use +, -, *, /, **, ctx.pi, ctx.sqrt,
     ctx.asin and ctx.convert, so handing them heyoka variables yields the same closed system
     the other methods evaluate numerically.  pi stays the symbolic constant (heyoka evaluates
     it at the integrator's precision); exact rationals become reals at full precision.
@@ -207,14 +207,14 @@ def heyoka_system(prob, dps):
         eta = E(num.eta)
         y0 = [_hy_real(v, prec) for v in num.y_levels.reshape(-1)]
     Y = np.array([[hy.make_vars(f"y_{l}_{k}") for k in range(n)] for l in range(L)], dtype=object)
-    # Cayley-Hamilton closure X^(L) = -sum_j c_j X^(j), as in the generated _closure; hy.sum keeps
+    # Cayley-Hamilton closure X^(L) = -sum_j c_j X^(j), as in System.closure; hy.sum keeps
     # the 64-term sum one flat node instead of a 64-deep chain of binary additions.
     top = np.array([-hy.sum([c[j] * Y[j, k] for j in range(L)]) for k in range(n)], dtype=object)
     nx = np.concatenate([Y[1:], top[None, :]], axis=0)
-    co = mod._coefficients(nx[0], T[0], eta, _HeyokaContext(prec, dps))
+    co = mod.coefficients(nx[0], T[0], eta, _HeyokaContext(prec, dps))
     nxt = np.concatenate([nx, T], axis=1)
     e2 = 0 if prob.order == 1 else eta * eta   # order 1: heyoka folds 0 * f away
-    out = mod._combine(co, nxt, nu, e2, np.empty((L, n), dtype=object))
+    out = mod.combine(co, nxt, nu, e2, np.empty((L, n), dtype=object))
     eqs = [(Y[l, k], out[l, k]) for l in range(L) for k in range(n)]
     return eqs, y0, prec, num
 
@@ -227,7 +227,7 @@ def heyoka_eps(rows, prob, num, dps):
     with MpmathContext(dps + 10) as mctx:
         for row in rows:
             y = np.array([mpmath.mpf(str(v)) for v in row], dtype=object).reshape(L, n)
-            eps.append(mod.eps_g(mod._closure(y, num.c)[0], num.T_levels[0], mctx))
+            eps.append(mod.eps_g(mod.closure(y, num.c)[0], num.T_levels[0], mctx))
     return eps
 
 
@@ -272,7 +272,7 @@ def _level_fun(prob, ctx):
         return mod.rhs_levels(y.reshape(shape), *args).reshape(-1)
 
     def eps(y):
-        return to_mpf(mod.eps_g(mod._closure(y.reshape(shape), num.c)[0], num.T_levels[0], ctx))
+        return to_mpf(mod.eps_g(mod.closure(y.reshape(shape), num.c)[0], num.T_levels[0], ctx))
     return fun, eps, num
 
 
@@ -350,7 +350,7 @@ def scipy_levels(prob, alphas, rtol=1e-13):
         with np.errstate(all="ignore"):
             for i in range(sol.y.shape[1]):
                 y = sol.y[:, i].reshape(shape)
-                eps.append(float(mod.eps_g(mod._closure(y, num.c)[0], num.T_levels[0], ctx)))
+                eps.append(float(mod.eps_g(mod.closure(y, num.c)[0], num.T_levels[0], ctx)))
     return tm, eps, sol.message, sol.nfev
 
 

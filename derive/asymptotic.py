@@ -27,7 +27,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .hierarchy import Hierarchy, SystemKey
-from .plateau import _ansatz_map, _assemble, linearisation_blocks, r, s, q, c, T, D
+from .plateau import ansatz_map, assemble, linearisation_blocks, r, s, q, c, T, D
 
 
 def prefactor(eta, M, T1=1):
@@ -47,7 +47,7 @@ def blocks(M, T1=1, order: int = 1):
 def asymptotic_matrix(M, T_levels, c_coeffs, eta=None, order: int = 1):
     """The 4L x 4L matrix of Eq. (118) (prefactor included), variable-major (r, s, q, c)."""
     Gn, H = blocks(M, T_levels[0], order)
-    return _assemble(Gn, [(H, list(T_levels))], c_coeffs, eta)
+    return assemble(Gn, [(H, list(T_levels))], c_coeffs, eta)
 
 
 def G_paper(M, T1=1):
@@ -60,7 +60,7 @@ def G_paper(M, T1=1):
 def eps_gradient(M, T1=1):
     """∂ε_g/∂(r, s, q, c) at level 1, at the perfect-learning point (Eq. 121)."""
     h = Hierarchy(SystemKey("erf", M, M))
-    sub = _ansatz_map(h.v1, M, r, s, q, c, T, D)
+    sub = ansatz_map(h.v1, M, r, s, q, c, T, D)
     eps = h.eps_g.xreplace(sub)
     at = {r: T1, s: 0, q: T1, c: 0, T: T1, D: 0}
     return [sp.simplify(sp.diff(eps, v).xreplace(at)) for v in (r, s, q, c)]

@@ -1,21 +1,24 @@
 """Print a derived hierarchy into an importable solver module.
 
-One module per (activation, K, M) and target.  It holds
+One module per (activation, K, M).  It holds only what the derivation produces:
 
-* ``_coefficients(v1, t1, eta, ctx)``: the level-1 coefficients ``a`` (nonzero entries) and
+* the state layout and index tables (``STATE``, ``A_INDEX``, ``F_INDEX``, ``DA_INDEX``, ...);
+* ``coefficients(v1, t1, eta, ctx)``: the level-1 coefficients ``a`` (nonzero entries) and
   ``f`` of the split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1), after common
   subexpression elimination;
-* ``_coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians);
-* ``eps_g(v1, t1, ctx)``;
-* the closed level-basis system ``rhs_levels`` / ``jac_levels`` (Cayley–Hamilton closure with
-  the characteristic-polynomial coefficients c_j as arguments) and the modes-basis system
-  ``rhs_modes`` / ``jac_modes``.  These loop over levels/modes with numpy array operations, so
-  one module covers every L and every spectrum.
+* ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians);
+* ``eps_g(v1, t1, ctx)``.
 
-Targets: ``"mpmath"`` prints constants exactly against a number context ``ctx`` (``ctx.pi``,
-``ctx.sqrt``, ``ctx.asin``, ``ctx.convert(p)/q``), so the same module runs with mpmath mpf or
-python-flint arb at the caller's precision; arrays are numpy object arrays.  ``"numpy"``
-prints numpy functions and float constants for float64 (and vectorises ``eps_g`` over arrays).
+The assembly of the level and modes systems from these (closure, combination, Jacobians) is
+written once, in :mod:`solvers.core.assembly`, for every system.
+
+Everything is printed against a number context ``ctx`` (``ctx.pi``, ``ctx.sqrt``, ``ctx.asin``,
+constants as ``ctx.convert(p)/q``), so one module runs with mpmath mpf or python-flint arb at
+the caller's precision and with float64 (``Float64Context``: numpy functions, so ``eps_g``
+vectorises over arrays).  The targets ``"mpmath"`` and ``"numpy"`` of
+:func:`solvers.core.registry.load` are the same module with a different default context.
+The float64 Gaussian kernels for the index-vectorised modes kernel are printed separately
+(:func:`render_kernels`, numpy functions).
 
 Generation fails early when an expression has a free symbol that is not an argument.
 """
@@ -128,8 +131,9 @@ def _block(exprs, printer, prefix="x", indent="    "):
     return lines, [printer.doprint(e) for e in reduced]
 
 
-def module_name(key: SystemKey, target: str) -> str:
-    return f"{key.tag}_{target}"
+def module_name(key: SystemKey, target: str | None = None) -> str:
+    """The module of a system (one for every number target)."""
+    return key.tag
 
 
 @dataclass(frozen=True)
@@ -178,13 +182,13 @@ def _derive(key: SystemKey) -> _Derivation:
     return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs)
 
 
-def render(key: SystemKey, target: str) -> str:
-    """Source text of the generated module for ``key`` and ``target``."""
+def render(key: SystemKey, target: str | None = None) -> str:
+    """Source text of the generated module for ``key`` (every number target shares it)."""
     d = _derive(key)
     h, a_idx, f_idx = d.h, d.a_idx, d.f_idx
     a_exprs, f_exprs = d.a_exprs, d.f_exprs
     da_idx, da_exprs, df_idx, df_exprs = d.da_idx, d.da_exprs, d.df_idx, d.df_exprs
-    printer = _printer(target)
+    printer = _printer("mpmath")
     v1, t1 = h.v1.state, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
 
@@ -194,151 +198,32 @@ def render(key: SystemKey, target: str) -> str:
     deriv_lines, deriv_out = _block(da_exprs + df_exprs, printer)
     eps_lines, eps_out = _block([h.eps_g], printer)
 
-    # Linear combinations printed per output component: out[:, s] = Σ a_st nxt[:, t] (+ f term).
-    combine = []
-    for s in range(n):
-        terms = [f"co[{k}]*nxt[:, {t}]" for k, (ss, t) in enumerate(a_idx) if ss == s]
-        if s in f_idx:
-            terms.append(f"e2*co[{len(a_idx) + f_idx.index(s)}]*nuv")
-        combine.append(f"    out[:, {s}] = " + (" + ".join(terms) if terms else "0*nuv"))
-
     labels = state_labels(key.K, key.M)
     tlabels = teacher_labels(key.M)
-    doc = textwrap.dedent(f'''\
-        """Order-parameter ODEs of online SGD: activation={key.activation}, K={key.K}, M={key.M}; target {target}.
+    # tables on few lines: the generated modules differ in content, not in layout
+    src = (HEADER + f'"""Online-SGD order-parameter ODEs, activation={key.activation}, K={key.K}, '
+           f'M={key.M}: layout and coefficients\n(assembled into the level / modes systems by '
+           f'solvers/core/assembly.py)."""\n\n'
+           f"ACTIVATION, K, M, N_STATE, N_TEACHER = {key.activation!r}, {key.K}, {key.M}, {n}, {nt}\n"
+           f"STATE, TEACHER = {tuple(labels)!r}, {tuple(tlabels)!r}\n"
+           f"A_INDEX, F_INDEX = {tuple(a_idx)!r}, {tuple(f_idx)!r}\n"
+           f"DA_INDEX, DF_INDEX = {tuple(da_idx)!r}, {tuple(df_idx)!r}\n")
+    ctx_note = "ctx: number context (solvers.core.numbers)"
 
-        Per-level state (N_STATE = {n}), in this order:
-            {" ".join(labels)}
-        Teacher entries (N_TEACHER = {nt}), in this order:
-            {" ".join(tlabels)}
-        Level basis: y[l] is level l = 0..L-1 (y has shape (L, N_STATE)), T[l-1] is teacher level l = 1..L,
-        c = (c_0..c_(L-1)) the characteristic polynomial of the spectrum, nu = (nu_1..nu_L).
-        Modes basis: y[k] and T[k] are mode overlaps, lam the eigenvalues, w the direction fractions.
-        e2 = eta**2 for the order-2 system, 0 for order 1.
-        """
-        ''')
-    ctx_note = "ctx: number context (solvers.core.numbers)" if target == "mpmath" else "ctx: unused (float64)"
-    imports = "import numpy as np\n" if target == "mpmath" else "import numpy\nimport numpy as np\n"
-    src = HEADER + doc + "\n" + imports + "\n" + textwrap.dedent(f"""\
-        ACTIVATION = {key.activation!r}
-        K = {key.K}
-        M = {key.M}
-        N_STATE = {n}
-        N_TEACHER = {nt}
-        STATE = {tuple(labels)!r}
-        TEACHER = {tuple(tlabels)!r}
-        A_INDEX = {tuple(a_idx)!r}
-        F_INDEX = {tuple(f_idx)!r}
-        DA_INDEX = {tuple(da_idx)!r}
-        DF_INDEX = {tuple(df_idx)!r}
-
-        """)
     def function(signature, doc, lines, result):
         return (f"\n\ndef {signature}:\n    \"\"\"{doc}\"\"\"\n" + unpack
                 + "\n".join(lines) + f"\n    return {result}\n")
 
-    src = src.rstrip("\n") + "\n"
-    src += function("_coefficients(v1, t1, eta, ctx=None)",
+    src += function("coefficients(v1, t1, eta, ctx=None)",
                     f"Nonzero a entries (A_INDEX order) then f entries (F_INDEX order). {ctx_note}.",
                     coef_lines, f"({', '.join(coef_out)},)")
-    src += function("_coefficient_derivatives(v1, t1, eta, ctx=None)",
+    src += function("coefficient_derivatives(v1, t1, eta, ctx=None)",
                     "d a / d v1 (DA_INDEX order) then d f / d v1 (DF_INDEX order).",
                     deriv_lines, f"({', '.join(deriv_out)},)")
     src += function("eps_g(v1, t1, ctx=None)",
                     "Generalisation error from level-1 state v1 and teacher t1 (vectorises in numpy).",
                     eps_lines, eps_out[0])
-    src += ("\n\ndef _combine(co, nxt, nuv, e2, out):\n"
-            '    """out[:, s] = sum_t a_st nxt[:, t] + e2 f_s nuv, over levels/modes (rows)."""\n'
-            + "\n".join(combine) + "\n    return out\n")
-    src += _TEMPLATE
     return src
-
-
-_TEMPLATE = '''
-
-def _a_state(co, dtype):
-    """a restricted to the state columns, as an (N_STATE, N_STATE) array."""
-    A = np.zeros((N_STATE, N_STATE), dtype=dtype)
-    for k, (s, t) in enumerate(A_INDEX):
-        if t < N_STATE:
-            A[s, t] = co[k]
-    return A
-
-
-def _g(co, dco, nxt, nuv, e2, dtype):
-    """G[r, s, u] = d(out[r, s]) / d(v1[u]) at fixed next level: rows r over levels/modes."""
-    G = np.zeros((nxt.shape[0], N_STATE, N_STATE), dtype=dtype)
-    for k, (ka, u) in enumerate(DA_INDEX):
-        s, t = A_INDEX[ka]
-        G[:, s, u] += dco[k] * nxt[:, t]
-    nf = len(DA_INDEX)
-    for k, (kf, u) in enumerate(DF_INDEX):
-        G[:, F_INDEX[kf], u] += e2 * dco[nf + k] * nuv
-    return G
-
-
-def _closure(y, c):
-    """Levels 1..L of the state; level L from Cayley-Hamilton, X^(L) = -sum_j c_j X^(j)."""
-    top = -(c @ y)
-    return np.concatenate([y[1:], top[None, :]], axis=0)
-
-
-def rhs_levels(y, T, c, nu, eta, e2, ctx=None):
-    """d y / d alpha in the level basis; y (L, N_STATE), T (L, N_TEACHER), c (L,), nu (L,)."""
-    nx = _closure(y, c)
-    co = _coefficients(nx[0], T[0], eta, ctx)
-    nxt = np.concatenate([nx, T], axis=1)
-    return _combine(co, nxt, nu, e2, np.empty_like(y))
-
-
-def jac_levels(y, T, c, nu, eta, e2, ctx=None):
-    """Jacobian of rhs_levels by y (flattened level-major), shape (L*N_STATE, L*N_STATE)."""
-    L, n = y.shape
-    nx = _closure(y, c)
-    co = _coefficients(nx[0], T[0], eta, ctx)
-    dco = _coefficient_derivatives(nx[0], T[0], eta, ctx)
-    nxt = np.concatenate([nx, T], axis=1)
-    A = _a_state(co, y.dtype)
-    G = _g(co, dco, nxt, nu, e2, y.dtype)
-    J = np.zeros((L * n, L * n), dtype=y.dtype)
-    for l in range(L):
-        rows = slice(l * n, (l + 1) * n)
-        if l + 1 < L:
-            J[rows, (l + 1) * n:(l + 2) * n] += A
-        else:
-            for j in range(L):
-                J[rows, j * n:(j + 1) * n] -= c[j] * A
-        if L >= 2:
-            J[rows, n:2 * n] += G[l]
-        else:
-            J[rows, 0:n] -= c[0] * G[l]
-    return J
-
-
-def rhs_modes(y, T, lam, w, eta, e2, ctx=None):
-    """d y / d alpha in the modes basis; y (L, N_STATE), T (L, N_TEACHER), lam, w (L,)."""
-    co = _coefficients(lam @ y, lam @ T, eta, ctx)
-    nxt = lam[:, None] * np.concatenate([y, T], axis=1)
-    return _combine(co, nxt, w * lam, e2, np.empty_like(y))
-
-
-def jac_modes(y, T, lam, w, eta, e2, ctx=None):
-    """Jacobian of rhs_modes by y (flattened mode-major), shape (L*N_STATE, L*N_STATE)."""
-    L, n = y.shape
-    v1, t1 = lam @ y, lam @ T
-    co = _coefficients(v1, t1, eta, ctx)
-    dco = _coefficient_derivatives(v1, t1, eta, ctx)
-    nxt = lam[:, None] * np.concatenate([y, T], axis=1)
-    A = _a_state(co, y.dtype)
-    G = _g(co, dco, nxt, w * lam, e2, y.dtype)
-    J = np.zeros((L * n, L * n), dtype=y.dtype)
-    for k in range(L):
-        rows = slice(k * n, (k + 1) * n)
-        J[rows, k * n:(k + 1) * n] += lam[k] * A
-        for j in range(L):
-            J[rows, j * n:(j + 1) * n] += lam[j] * G[k]
-    return J
-'''
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -355,3 +240,41 @@ def write_atomic(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+# -- the Gaussian kernels of the activation (float64, vectorised) ------------------------------
+
+KERNELS_MODULE = "gaussian_erf_numpy"
+
+
+@lru_cache(maxsize=2)
+def render_kernels(activation: str = "erf") -> str:
+    """Source of the module of Gaussian expectations for the float64 kernels (modes basis at any
+    K, M; the simulator's ε_g): I2, I3, I4, ⟨g'g'⟩, ⟨g''g⟩ and the gradients of the last two by
+    their covariance arguments, all elementwise over numpy arrays."""
+    from . import integrals
+    printer = _printer("numpy")
+    C2, C3, C4 = (integrals.covariance_symbols(n) for n in (2, 3, 4))
+    a2 = [C2[0, 0], C2[0, 1], C2[1, 1]]
+    gg, g2 = integrals.gp_gp(activation, C2), integrals.gpp_g(activation, C2)
+    entries = [
+        ("I2", a2, [integrals.I2(activation, C2)], "<g(z1) g(z2)>"),
+        ("I3", [C3[0, 0], C3[0, 1], C3[0, 2], C3[1, 2], C3[2, 2]],
+         [integrals.I3(activation, C3)], "<g'(z1) z2 g(z3)>"),
+        ("I4", [C4[0, 0], C4[0, 1], C4[0, 2], C4[0, 3], C4[1, 1], C4[1, 2], C4[1, 3], C4[2, 2],
+                C4[2, 3], C4[3, 3]], [integrals.I4(activation, C4)], "<g'(z1) g'(z2) g(z3) g(z4)>"),
+        ("gp_gp", a2, [gg], "<g'(z1) g'(z2)> = d I2 / d C12"),
+        ("gpp_g", a2, [g2], "<g''(z1) g(z2)> = 2 d I2 / d C11"),
+        ("gp_gp_grad", a2, [sp.diff(gg, v) for v in a2], "d gp_gp / d (C11, C12, C22)"),
+        ("gpp_g_grad", a2, [sp.diff(g2, v) for v in a2], "d gpp_g / d (C11, C12, C22)"),
+    ]
+    src = (HEADER + f'"""Gaussian expectations of g = {activation} over zero-mean fields with '
+           f'covariance C (entries\nC11, C12, ...), printed from derive/integrals.py; elementwise '
+           f'over float64 arrays."""\n\nimport numpy\n')
+    for name, args, exprs, doc in entries:
+        _check_symbols(exprs, args, f"kernel {name}")
+        lines, out = _block(exprs, printer)
+        result = out[0] if len(out) == 1 else f"({', '.join(out)})"
+        src += (f'\n\ndef {name}({", ".join(map(str, args))}):\n    """{doc}"""\n'
+                + "".join(line + "\n" for line in lines) + f"    return {result}\n")
+    return src

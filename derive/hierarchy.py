@@ -20,35 +20,13 @@ T_nm for 1 <= n <= m <= M.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import product
 
 import sympy as sp
 
 from . import integrals
-
-
-@dataclass(frozen=True)
-class SystemKey:
-    """What a derived system depends on besides the spectrum."""
-
-    activation: str
-    K: int
-    M: int
-
-    def __post_init__(self):
-        if self.activation not in integrals.ACTIVATIONS:
-            raise ValueError(f"activation must be one of {integrals.ACTIVATIONS}, "
-                             f"got {self.activation!r}")
-        for name in ("K", "M"):
-            v = getattr(self, name)
-            if int(v) != v or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-
-    @property
-    def tag(self) -> str:
-        return f"{self.activation}_K{self.K}_M{self.M}"
+from .keys import SystemKey  # noqa: F401  (re-exported: the name every caller uses)
 
 
 def state_labels(K: int, M: int) -> list[str]:

@@ -17,12 +17,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-ACTIVATIONS = ("erf", "linear")
-
-
-def _check(activation: str) -> None:
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+from .keys import ACTIVATIONS, check_activation as _check  # noqa: F401
 
 
 def covariance_symbols(n: int, name: str = "C") -> sp.Matrix:
@@ -69,3 +64,32 @@ def I4(activation: str, C) -> sp.Expr:
     # Λ1, Λ2 > 0 for a positive-definite C; sqrt(Λ1)·sqrt(Λ2) rather than sqrt(Λ1·Λ2) keeps
     # SymPy from writing |Λ1| when the two coincide (then non-smooth for the Jacobian).
     return 4 / sp.pi**2 / sp.sqrt(lam4) * sp.asin(lam0 / (sp.sqrt(lam1) * sp.sqrt(lam2)))
+
+
+def gp_gp(activation: str, C) -> sp.Expr:
+    """<g'(z1) g'(z2)> for a 2x2 covariance: d I2 / d C12 (Price's theorem)."""
+    c11, c12, c22 = sp.symbols("_a _c _b", real=True)   # as in _tidy: C11, C22, C12
+    base = I2(activation, sp.Matrix([[c11, c12], [c12, c22]]))
+    return _tidy(sp.diff(base, c12)).xreplace({c11: C[0, 0], c12: C[0, 1], c22: C[1, 1]})
+
+
+def gpp_g(activation: str, C) -> sp.Expr:
+    """<g''(z1) g(z2)> for a 2x2 covariance: 2 d I2 / d C11 (Price's theorem: d/dC11 acts as
+    (1/2) d²/dz1² under the expectation)."""
+    c11, c12, c22 = sp.symbols("_a _c _b", real=True)   # as in _tidy: C11, C22, C12
+    base = I2(activation, sp.Matrix([[c11, c12], [c12, c22]]))
+    return _tidy(2 * sp.diff(base, c11)).xreplace({c11: C[0, 0], c12: C[0, 1], c22: C[1, 1]})
+
+
+def _tidy(expr: sp.Expr) -> sp.Expr:
+    """One square root of the determinant (1+C11)(1+C22) - C12² instead of nested ones.
+
+    The forced power rules assume positive bases, true here: 1 + C_aa > 0 and the determinant
+    of 1 + C is positive for a covariance matrix.
+    """
+    a, b, c = sp.symbols("_a _b _c", real=True)
+    x = sp.factor(sp.powsimp(sp.simplify(sp.powdenest(sp.together(expr), force=True)),
+                             force=True))
+    det = (1 + a) * (1 + b) - c**2
+    return x.replace(lambda e: e.is_Pow and sp.expand(e.base - det) == 0,
+                     lambda e: sp.Pow(det, e.exp, evaluate=False))

@@ -48,7 +48,7 @@ ANSATZ = (r, s, q, c)
 NEXT = (nr, ns, nq, nc)
 
 
-def _ansatz_map(block, M, rr, ss, qq, cc, tt, dd):
+def ansatz_map(block, M, rr, ss, qq, cc, tt, dd):
     sub = {}
     for i in range(M):
         for n in range(M):
@@ -68,8 +68,8 @@ def ansatz_equations(M: int, order: int = 1):
     if int(M) != M or M < 2:
         raise ValueError(f"the symmetric plateau needs M >= 2, got {M!r}")
     h = Hierarchy(SystemKey("erf", M, M))
-    sub = _ansatz_map(h.v1, M, r, s, q, c, T, D)
-    sub |= _ansatz_map(h.nxt, M, nr, ns, nq, nc, nT, nD)
+    sub = ansatz_map(h.v1, M, r, s, q, c, T, D)
+    sub |= ansatz_map(h.nxt, M, nr, ns, nq, nc, nT, nD)
     sub[h.e2] = h.eta**2 if order == 2 else sp.Integer(0)
     rows = [0, 1, M * M, M * M + 1]          # R_11, R_12, Q_11, Q_12 in the state order
     return [h.rhs[k].xreplace(sub) for k in rows], h
@@ -191,11 +191,11 @@ def plateau_kronecker(M, T_levels, D_levels, c_coeffs, eta=None):
     HS = h((R1 / S1, R1 / S1, Q1 / S1, Q1 / S1, 0, 0))
     HT = h((0, 0, 0, 0, 1, 0))
     HD = h((0, 0, 0, 0, 0, 1))
-    return _assemble(Gn, [(HS, [t + d for t, d in zip(T_levels, D_levels)]),
+    return assemble(Gn, [(HS, [t + d for t, d in zip(T_levels, D_levels)]),
                           (HT, list(T_levels)), (HD, list(D_levels))], c_coeffs, eta)
 
 
-def _assemble(Gn, rank_one_terms, c_coeffs, eta):
+def assemble(Gn, rank_one_terms, c_coeffs, eta):
     L = len(c_coeffs)
     N = -companion(c_coeffs)
     e1 = sp.zeros(1, L)

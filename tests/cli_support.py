@@ -22,3 +22,32 @@ def toml_list(x):
     """A (nested) list or tuple as a TOML array literal."""
     return "[" + ", ".join(toml_list(v) if isinstance(v, (list, tuple)) else json.dumps(v)
                            for v in x) + "]"
+
+
+def erf_spec(eta, sigma_J, seed, alpha_max, basis, dps, digits) -> str:
+    """A small erf K = M = 2, L = 4 spec on a 5-point linear grid (values inserted as given)."""
+    return ERF_K2_L4 + (f"[training]\neta = {eta}\nsigma_J = {sigma_J}\nseed = {seed}\n"
+                        f"[solve]\nalpha_max = {alpha_max}\nn_points = 5\nspacing = \"linear\"\n"
+                        f"basis = {basis}\ndps = {dps}\ndigits = {digits}\n")
+
+
+# [model] and [data] of the small specs several test modules start from
+ERF_K2_L4 = """
+[model]
+activation = "erf"
+K = 2
+M = 2
+[data]
+L = 4
+beta = 1.0
+N = 64
+"""
+LINEAR_L16 = """
+[model]
+activation = "linear"
+K = 1
+M = 1
+[data]
+L = 16
+beta = 1.0
+"""

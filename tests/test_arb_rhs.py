@@ -6,7 +6,7 @@ from fractions import Fraction
 import pytest
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
 from solvers.core.numbers import FlintContext
 from solvers.hierarchy.odes import agreement_digits, integrate_problem

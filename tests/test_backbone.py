@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, estimated_dps,
                           integrate_problem, solve_auto)
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init

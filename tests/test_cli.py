@@ -6,29 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import run_cli as _run, write_spec as _spec
+from cli_support import erf_spec, run_cli as _run, write_spec as _spec
 
-GOOD = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 4
-beta = 1.0
-N = 64
-[training]
-eta = 0.1
-sigma_J = 0.01
-seed = 1
-[solve]
-alpha_max = 200
-n_points = 5
-spacing = "linear"
-basis = "{basis}"
-dps = {dps}
-digits = {digits}
-"""
+GOOD = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis='"{basis}"', dps="{dps}",
+                digits="{digits}")
 
 
 @pytest.mark.parametrize("basis,dps,digits", [("modes", '"auto"', 8), ("levels", 40, 20),
@@ -125,10 +106,10 @@ def test_regenerate_check_fails_via_cli_when_stale(tmp_path, capsys, monkeypatch
     from solvers.core import registry
     copy = tmp_path / "generated"
     shutil.copytree(registry.GENERATED_DIR, copy)
-    (copy / "erf_K1_M1_mpmath.py").write_text("# stale\n")
+    (copy / "erf_K1_M1.py").write_text("# stale\n")
     monkeypatch.setattr(registry, "GENERATED_DIR", copy)
     code, _, err = _run(["regenerate", "--check"], capsys)
-    assert code == 2 and "erf_K1_M1_mpmath.py" in err
+    assert code == 2 and "erf_K1_M1.py" in err
 
 
 def test_demo_writes_figure_and_plateau_shortens_with_L(tmp_path, capsys):

@@ -3,17 +3,10 @@ import json
 
 import pytest
 
+from cli_support import LINEAR_L16
 from solvers.app.cli.main import main
 
-BASE = """
-[model]
-activation = "linear"
-K = 1
-M = 1
-[data]
-L = 16
-beta = 1.0
-[training]
+BASE = LINEAR_L16 + """[training]
 eta = 0.5
 sigma_J = 0.1
 init = "expected"

@@ -121,7 +121,7 @@ def test_asymptotic_vs_restricted_linearisation(tmp_path, capsys):
 @pytest.mark.parametrize("edit,needle", [
     (("K = 2\nM = 2", "K = 2\nM = 3"), "K = M"),
     (('activation = "erf"', 'activation = "linear"'), "activation = 'erf'"),
-    (("[solve]", "[plateau]\nbogus = 1\n[solve]"), "unknown key [plateau] bogus"),
+    (("[solve]", "[plateau]\nbogus = 1\n[solve]"), "[plateau] unknown key 'bogus'"),
     (("[solve]", "[plateau]\ndps = 5\n[solve]"), "dps = 5"),
 ])
 def test_plateau_bad_input_is_one_line(tmp_path, capsys, edit, needle):

@@ -6,29 +6,10 @@ import pytest
 
 from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
-from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
+from cli_support import erf_spec, run_cli as _run, toml_list as _toml_list, write_spec as _write
 
-SPEC = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 4
-beta = 1.0
-N = 64
-[training]
-eta = 0.5
-sigma_J = 0.1
-seed = 3
-[solve]
-alpha_max = 20
-n_points = 5
-spacing = "linear"
-basis = "modes"
-dps = "float64"
-digits = 8
-"""
+SPEC = erf_spec(eta=0.5, sigma_J=0.1, seed=3, alpha_max=20, basis='"modes"', dps='"float64"',
+                digits=8)
 
 
 def test_simulate_writes_the_json_contract(tmp_path, capsys):
@@ -102,7 +83,7 @@ def test_same_seed_same_output(tmp_path, capsys):
     ("[simulate]\nbogus = 1\n", "unknown key 'bogus'"),
     ("[simulate]\nn_trainable = 65\n", "n_trainable = 65 must be an integer between 1 and N = 64"),
     ("[simulate]\nseeds = [1, 1]\n", "duplicates"),
-    ("[simulate]\nseeds = []\n", "non-empty list"),
+    ("[simulate]\nseeds = []\n", "must not be empty"),
     ("[simulate]\nuntrainable = \"x\"\n", "untrainable"),
     ("[simulate]\neps_holdout = -1\n", "eps_holdout"),
     ("[simulate]\ngenerator = \"mt19937\"\n", 'generator = \'mt19937\' must be one of "xoshiro"'),

@@ -136,13 +136,50 @@ def test_regenerate_check_detects_stale_module(tmp_path, monkeypatch):
     assert registry.regenerate(check=True) == []          # checked-in files are in sync
     copy = tmp_path / "generated"
     shutil.copytree(registry.GENERATED_DIR, copy)
-    target = copy / "linear_K1_M1_numpy.py"
-    target.write_text(target.read_text().replace("K = 1", "K = 1  # edited", 1))
+    target = copy / "linear_K1_M1.py"
+    target.write_text(target.read_text().replace("\nSTATE, TEACHER", "\n# edited\nSTATE, TEACHER", 1))
     monkeypatch.setattr(registry, "GENERATED_DIR", copy)
     assert registry.regenerate(check=True) == [target]
     assert target.read_text().count("# edited") == 1      # --check never writes
     assert registry.regenerate() == [target]               # regenerate repairs it ...
     assert registry.regenerate(check=True) == []           # ... atomically, in place
+
+
+def test_regenerate_check_guards_the_gaussian_kernels(tmp_path, monkeypatch):
+    copy = tmp_path / "generated"
+    shutil.copytree(registry.GENERATED_DIR, copy)
+    target = copy / f"{codegen.KERNELS_MODULE}.py"
+    target.write_text(target.read_text().replace("numpy.pi", "3.14159", 1))
+    monkeypatch.setattr(registry, "GENERATED_DIR", copy)
+    assert registry.regenerate(check=True) == [target]
+
+
+def test_printed_kernels_match_the_symbolic_ones():
+    """The float64 kernels (printed once) against SymPy's exact expressions at a random point."""
+    from derive import integrals
+    from solvers.generated import gaussian_erf_numpy as gk
+    rng = np.random.default_rng(5)
+    A = rng.normal(size=(4, 4))
+    C = A @ A.T / 4
+    names4 = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (3, 3)]
+    S4 = integrals.covariance_symbols(4)
+    sub = {S4[a, b]: sp.Float(C[a, b], 30) for a, b in names4}
+    checks = [
+        (gk.I4(*[C[a, b] for a, b in names4]), integrals.I4("erf", S4)),
+        (gk.I3(C[0, 0], C[0, 1], C[0, 2], C[1, 2], C[2, 2]), integrals.I3("erf", S4[:3, :3])),
+        (gk.I2(C[0, 0], C[0, 1], C[1, 1]), integrals.I2("erf", S4[:2, :2])),
+        (gk.gp_gp(C[0, 0], C[0, 1], C[1, 1]), integrals.gp_gp("erf", S4[:2, :2])),
+        (gk.gpp_g(C[0, 0], C[0, 1], C[1, 1]), integrals.gpp_g("erf", S4[:2, :2])),
+    ]
+    for got, expr in checks:
+        assert got == pytest.approx(float(expr.xreplace(sub).evalf(30)), rel=1e-13)
+    # the gradients against central differences of the printed kernels (h = 1e-5: error ~1e-10)
+    x, h = np.array([C[0, 0], C[0, 1], C[1, 1]]), 1e-5
+    for f, grad in ((gk.gp_gp, gk.gp_gp_grad), (gk.gpp_g, gk.gpp_g_grad)):
+        for u in range(3):
+            e = np.eye(3)[u] * h
+            fd = (f(*(x + e)) - f(*(x - e))) / (2 * h)
+            assert grad(*x)[u] == pytest.approx(fd, rel=1e-8, abs=1e-12)
 
 
 def test_uncovered_system_is_generated_on_demand(tmp_path, monkeypatch):
@@ -151,7 +188,7 @@ def test_uncovered_system_is_generated_on_demand(tmp_path, monkeypatch):
     assert key not in registry.CHECKED_IN
     mod = registry.load(key, "numpy")
     assert (mod.K, mod.M) == (1, 2)
-    assert list(tmp_path.rglob("erf_K1_M2_numpy.py"))
+    assert list(tmp_path.rglob("erf_K1_M2.py"))
     prob = _problem(key, 2)
     with MpmathContext(DPS) as ctx:
         n = prob.numeric(ctx)

@@ -29,7 +29,7 @@ import sympy as sp
 
 from derive import asymptotic as da
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.theory import asymptotic as A
 from solvers.core.numbers import Float64Context
 from solvers.core.problem import InitialCondition, Problem, expected_init, random_init, unpack_state

@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from cli_support import LINEAR_L16
 from solvers.theory import feature_scaling as fs
 from solvers.sim.simulate import power_law_eigenvalues, simulate
 
@@ -33,7 +34,7 @@ def test_partial_blocks_match_direction_sum():
 def test_masked_modes_all_trainable_matches_generated_odes():
     # The group ODE of the trainable part (finite eta, order 2) against the generated hierarchy.
     from derive import spectra
-    from derive.hierarchy import SystemKey
+    from derive.keys import SystemKey
     from solvers.hierarchy.odes import integrate_problem
     from solvers.core.problem import Problem, expected_init
     L, eta, sJ = 8, Fraction(1, 2), Fraction(1, 10)
@@ -183,15 +184,7 @@ def test_eigenbasis_mask_project_simulator_matches_fixed_point():
 def _spec(tmp_path, linear: str, extra_data=""):
     from solvers.app.spec import load_spec
     p = tmp_path / "fs.toml"
-    p.write_text(f"""
-[model]
-activation = "linear"
-K = 1
-M = 1
-[data]
-L = 16
-beta = 1.0
-N = 64
+    p.write_text(LINEAR_L16 + f"""N = 64
 {extra_data}
 [training]
 eta = 0.1
@@ -213,7 +206,10 @@ def test_feature_scaling_result(tmp_path):
     assert out["eps_asymp"]["theory"][1] == pytest.approx(fs.eps_asymp_eigenbasis(lam, 64, 8, 0.5))
     rot = fs.feature_scaling_result(_spec(tmp_path, "N_l = [8, 16]\nrotated = true\nn_W = 4"))
     assert len(rot["eps_asymp"]["theory_stderr"]) == 2 and rot["meta"]["n_W"] == 4
-    for bad, msg in [("N_l = [0]", "N_l must be"), ("rotated = 1", "rotated must be"),
-                     ("n_W = 1", "n_W must be"), ("untrainable = \"x\"", "untrainable must be")]:
+    # the [linear] schema's one error format (solvers.app.sections.LINEAR_SCHEMA)
+    for bad, msg in [("N_l = [0]", r"\[linear\] N_l\[0\] = 0 must be >= 1"),
+                     ("rotated = 1", r"\[linear\] rotated = 1 has wrong type"),
+                     ("n_W = 1", r"\[linear\] n_W = 1 must be >= 2"),
+                     ("untrainable = \"x\"", r"\[linear\] untrainable = \"x\" must be one of")]:
         with pytest.raises(ValueError, match=msg):
             fs.feature_scaling_result(_spec(tmp_path, bad))

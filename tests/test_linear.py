@@ -9,7 +9,7 @@ import sympy as sp
 
 from derive import linear as dl
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.theory import linear as sl
 from solvers.hierarchy.odes import agreement_digits, integrate_problem
 from solvers.core.problem import Problem, expected_init

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.hierarchy import modes_fast as mf
 from solvers.core import modes_kernel as mk
 from solvers.hierarchy.odes import integrate_problem
@@ -51,7 +51,7 @@ def test_kernel_matches_generated_module(activation, K, M):
         assert np.abs(new - ref).max() <= 1e-13 * np.abs(ref).max()
     # the coefficient matrix a and the η² bracket f, entry by entry
     R1, Q1, T1 = mk.level_one(lam, R, Q, T)
-    co = mod._coefficients(mk.pack(R1[None], Q1[None])[0], mk.pack_teacher(T1), eta)
+    co = mod.coefficients(mk.pack(R1[None], Q1[None])[0], mk.pack_teacher(T1), eta)
     P, S = mk.coefficients(R1, Q1, T1, eta, activation)
     ns, nt = mod.N_STATE, mod.N_TEACHER
     a = np.zeros((ns, ns + nt))

@@ -42,7 +42,7 @@ def test_rk78_modes_path_beyond_float64_level_range():
     import pytest
 
     from derive import spectra
-    from derive.hierarchy import SystemKey
+    from derive.keys import SystemKey
     from solvers.hierarchy.odes import integrate_problem
     from solvers.core.problem import Problem, expected_init
 

@@ -1,23 +1,20 @@
 """Execute notebooks/04_feature_scaling.ipynb at reduced size (N = 256, 8 W) and check its summary."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
 from solvers.theory.feature_scaling import fit_exponent
 
-from test_notebooks import _check_kernel_environment, _execute
+from test_notebooks import run_small
 
 pytest.importorskip("nbclient")
 
 
 def test_04_feature_scaling(monkeypatch, tmp_path):
-    nb = _execute("04_feature_scaling.ipynb", monkeypatch, tmp_path)
-    _check_kernel_environment(nb)
-    s = json.loads((tmp_path / "feature_scaling_summary.json").read_text())
-    assert s["small"] is True and s["N"] == 256
+    s = run_small("04_feature_scaling.ipynb", "feature_scaling_summary.json", monkeypatch, tmp_path)
+    assert s["N"] == 256
     assert (tmp_path / "figure16.png").stat().st_size > 0
     N_ls = s["N_l"]
     sel = [i for i, n in enumerate(N_ls) if n <= s["N"] // 16]

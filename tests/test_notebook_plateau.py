@@ -1,20 +1,17 @@
 """Execute notebooks/05_plateau_asymptotic.ipynb at reduced size and check its summary."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from test_notebooks import _check_kernel_environment, _execute
+from test_notebooks import run_small
 
 pytest.importorskip("nbclient")
 
 
 def test_05_plateau_asymptotic(monkeypatch, tmp_path):
-    nb = _execute("05_plateau_asymptotic.ipynb", monkeypatch, tmp_path)
-    _check_kernel_environment(nb)
-    s = json.loads((tmp_path / "plateau_summary.json").read_text())
-    assert s["small"] is True and s["M"] == 2
+    s = run_small("05_plateau_asymptotic.ipynb", "plateau_summary.json", monkeypatch, tmp_path)
+    assert s["M"] == 2
     for name in ("figure4", "figure17", "escape", "figure19", "figure20", "transition"):
         assert (tmp_path / f"{name}.png").stat().st_size > 0
     f4 = s["fig4"]

@@ -75,3 +75,11 @@ def test_02_figure1(monkeypatch, tmp_path):
     cross = summary["crosscheck"]
     assert cross["agreement_digits"] >= 8.5      # float64 modes vs 80-digit levels (~9.2)
     assert cross["modes_flint30_digits"] >= 11   # 30-digit modes vs 80-digit levels (~13)
+
+
+def run_small(name: str, summary: str, monkeypatch, out_dir: Path) -> dict:
+    """Execute a notebook at reduced size in this environment; its JSON summary (asserted small)."""
+    _check_kernel_environment(_execute(name, monkeypatch, out_dir))
+    s = json.loads((out_dir / summary).read_text())
+    assert s["small"] is True
+    return s

@@ -56,7 +56,7 @@ def test_plateau_height_M3_vs_hierarchy_and_paper():
     M, T1, D1 = 3, sp.Rational(9, 10), sp.Rational(1, 5)
     R, Q = dp.plateau_level1(M, T1, D1)
     h = Hierarchy(SystemKey("erf", M, M))
-    sub = dp._ansatz_map(h.v1, M, R, R, Q, Q, T1, D1)
+    sub = dp.ansatz_map(h.v1, M, R, R, Q, Q, T1, D1)
     eps = sp.N(h.eps_g.xreplace(sub), 40)
     assert abs(eps - sp.N(dp.plateau_height(M, T1, D1), 40)) < 1e-35
     assert abs(eps - sp.N(dp.plateau_height_paper(M, T1, D1), 40)) > 1e-3
@@ -139,7 +139,7 @@ def test_per_row_plateau_random_teacher(L):
     """The equal-students fixed point (Newton on the generated RHS) is where the ODE trajectory
     of a random realisation sits on its plateau; the per-row formula approximates it and
     captures the row-dependence that the symmetrised teacher misses."""
-    from derive.hierarchy import SystemKey
+    from derive.keys import SystemKey
     from solvers.theory.asymptotic import mode_states
     from solvers.core.problem import Problem, random_init
     spec = spectra.power_law(L, 1)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 from solvers.hierarchy.odes import integrate_problem
 from solvers.core.problem import Problem, explicit_init
 from solvers.sim.simulate import simulate

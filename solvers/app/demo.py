@@ -15,7 +15,7 @@ import numpy as np
 from tqdm import tqdm
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 
 from solvers.hierarchy.odes import integrate_problem
 from solvers.core.problem import Problem, random_init

@@ -1,12 +1,7 @@
 """From a spec to a result: the ``solve`` subcommand's engine.
 
-Precision policy (``[solve] dps``):
-  * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
-    agree on ``digits`` significant digits of ε_g; modes basis -> float64 when ``digits`` <= 10
-    (checked the same way with a 100x tighter tolerance), arbitrary precision otherwise.
-  * an integer: one arbitrary-precision run at that many digits.
-  * ``"float64"``: SciPy DOP853; in the levels basis the run is checked against the modes basis
-    and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
+The precision policy (``[solve] dps``: "auto", an integer, "float64") is
+:func:`solvers.hierarchy.precision.plan`; ``run`` executes it (``solvers.hierarchy.odes.solve``).
 """
 from __future__ import annotations
 
@@ -17,20 +12,14 @@ import mpmath
 import numpy as np
 
 from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 
 from solvers import __version__
-from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
-                   integrate_problem, solve_auto)
+from solvers.hierarchy import odes
 from solvers.app.validate import check_generated_system
-from solvers.hierarchy.verify import run_fixed_dps, verify_float64
+from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
-
-# float64 runs are checked by a second run at 100x tighter tolerance; below rtol ~ 1e-15 the
-# rounding of float64 itself dominates, so the first run sits at 1e-13 (~9 digits of eps_g).
-FLOAT64_MAX_DIGITS = 9
-FLOAT64_RTOL = 1e-13
 
 
 def spectrum_of(spec: Spec) -> spectra.Spectrum:
@@ -54,32 +43,8 @@ def problem_of(spec: Spec) -> Problem:
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
-    """The trajectory at ``alphas`` (starting at 0) under the precision policy above."""
-    if dps == "float64":
-        traj = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
-                                 rtol=default_rtol(digits), progress=progress)
-        if basis == "levels":
-            modes = integrate_problem(problem, alphas, basis="modes", arithmetic="float64",
-                                      rtol=default_rtol(digits))
-            traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
-        else:
-            traj = verify_float64(traj, problem, alphas, basis=basis, digits=digits)
-        return traj
-    if dps == "auto" and basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
-        first = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
-                                  rtol=FLOAT64_RTOL, progress=progress)
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
-                                   rtol=FLOAT64_RTOL / 100)
-        agree = agreement_digits(first.eps_g, second.eps_g)
-        if agree >= digits:
-            second.stats["agreement_digits"] = agree
-            return second
-        return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
-    if dps == "auto":
-        return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
-    # a fixed dps is verified like "auto" (a second run), or refused (issue 12)
-    return run_fixed_dps(problem, alphas, basis=basis, dps=int(dps), digits=digits,
-                         progress=progress)
+    """The trajectory at ``alphas`` (starting at 0) under the precision policy."""
+    return odes.solve(problem, alphas, basis=basis, dps=dps, digits=digits, progress=progress)
 
 
 def _format_eps(values, digits: int):

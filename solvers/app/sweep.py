@@ -58,7 +58,9 @@ from pathlib import Path
 
 import numpy as np
 
-from solvers.app.spec import SpecError, load_spec, parse_spec, spec_to_dict
+from solvers.app import sections
+from solvers.app.spec import (SpecError, load_spec, parse_section, parse_spec, section_error,
+                              spec_to_dict)
 from solvers.app.workers import (DirectoryLock, SignalsAsExit, remove_stale_temps, terminate_pool,
                                  worker_init)
 
@@ -66,8 +68,8 @@ AXES = {  # axis -> spec section it overrides
     "seed": "training", "L": "data", "beta": "data", "M": "model", "K": "model",
     "eta": "training", "sigma_J": "training", "N": "data",
 }
-WHAT = ("simulate", "solve")
-SWEEP_KEYS = ("what", "out", "scheduler", "n_jobs", "axes")
+WHAT = sections.SWEEP_WHAT
+SWEEP_KEYS = tuple(sections.SWEEP_SCHEMA)
 _SUFFIX = {"simulate": "sim", "solve": "ode"}
 
 
@@ -80,28 +82,22 @@ class Plan:
         self.path = Path(path)
         base = load_spec(self.path, extra_sections=("simulate", "sweep"))
         name = str(self.path)
-        raw = base.extra.get("sweep")
-        if raw is None:
+        if base.extra.get("sweep") is None:
             raise SpecError(f"{name}: missing [sweep] section (a sweep file is a spec plus [sweep])")
-        for k in raw:
-            if k not in SWEEP_KEYS:
-                raise SpecError(f"{name}: [sweep] unknown key '{k}' (allowed: {', '.join(SWEEP_KEYS)})")
-        what = raw.get("what", list(WHAT))
-        if isinstance(what, str):
-            what = [what]
-        if not isinstance(what, list) or not what or any(w not in WHAT for w in what) \
-                or len(set(what)) != len(what):
-            raise SpecError(f"{name}: [sweep] what = {what!r} must be a non-empty list of "
-                            f"distinct values from \"simulate\", \"solve\"")
+        raw = dict(base.extra["sweep"])
+        if isinstance(raw.get("what"), str):      # what = "solve" is short for ["solve"]
+            raw["what"] = [raw["what"]]
+        raw = parse_section({"sweep": raw}, "sweep", sections.SWEEP_SCHEMA, name=name)
+        what = list(raw["what"])
         self.what = what
         sim_raw = base.extra.get("simulate", {})
         for k in ("seeds", "n_jobs"):
             if k in sim_raw:
                 raise SpecError(f"{name}: [simulate] {k} is not used in a sweep (use [sweep.axes] "
                                 f"seed and [sweep] n_jobs)")
-        axes = raw.get("axes", {})
+        axes = raw["axes"]
         if not isinstance(axes, dict):
-            raise SpecError(f"{name}: [sweep] axes must be a table ([sweep.axes])")
+            raise section_error(name, "sweep", "axes must be a table ([sweep.axes])")
         for k, vals in axes.items():
             if k not in AXES:
                 raise SpecError(f"{name}: [sweep.axes] unknown axis '{k}' (allowed: {', '.join(AXES)})")
@@ -115,17 +111,10 @@ class Plan:
         if base.data.eigenvalues is not None and ({"L", "beta"} & set(axes)):
             raise SpecError(f"{name}: [sweep.axes] L/beta cannot vary when [data] eigenvalues are given")
         self.axes = {k: list(v) for k, v in axes.items()}
-        self.scheduler = raw.get("scheduler")
-        if self.scheduler is not None and not isinstance(self.scheduler, str):
-            raise SpecError(f"{name}: [sweep] scheduler = {self.scheduler!r} must be an address string")
-        self.n_jobs = raw.get("n_jobs")
-        if self.n_jobs is not None and not (isinstance(self.n_jobs, int) and self.n_jobs >= 1
-                                            and not isinstance(self.n_jobs, bool)):
-            raise SpecError(f"{name}: [sweep] n_jobs = {self.n_jobs!r} must be an integer >= 1")
+        self.scheduler = raw["scheduler"]
+        self.n_jobs = raw["n_jobs"]
         if out is None:
-            out = raw.get("out")
-            if out is not None and not (isinstance(out, str) and out.strip()):
-                raise SpecError(f"{name}: [sweep] out = {out!r} must be a directory name (a string)")
+            out = raw["out"]
             out = self.path.parent / out if out is not None else \
                 self.path.with_name(self.path.stem + ".sweep")
         self.out = Path(out)
@@ -146,7 +135,7 @@ class Plan:
             try:
                 spec = parse_spec(doc, name=cell_name, extra_sections=("simulate",))
                 if "simulate" in what:
-                    from solvers.app.cli.simulate import simulate_options
+                    from solvers.app.simulation import simulate_options
                     simulate_options(spec)
             except SpecError as e:
                 raise SpecError(str(e)) from None
@@ -181,7 +170,7 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
     grid = np.array(spec.solve.alpha_grid())
     started = time.perf_counter()
     if what == "simulate":
-        from solvers.app.cli.simulate import simulate_kwargs, simulate_options
+        from solvers.app.simulation import simulate_kwargs, simulate_options
         from solvers.sim.simulate import simulate
         res = simulate(seed=spec.training.seed, **simulate_kwargs(spec, simulate_options(spec)))
         N = spec.data.N
@@ -362,8 +351,8 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
         elif scheduler is not None:
             _run_dask(todo, scheduler, on_result)
         else:
-            from solvers.sim.simulate import _available_cpus
-            jobs = min(n_jobs or _available_cpus(), len(todo))
+            from solvers.sim.simulate import available_cpus
+            jobs = min(n_jobs or available_cpus(), len(todo))
             if jobs == 1:
                 _run_serial(todo, on_result)
             else:

@@ -7,10 +7,10 @@ modes) as the rows of an L × N_STATE matrix Y,
     modes:   dY/dα = Λ (Y A_sᵀ + T_mod A_tᵀ) + e2 (Λ w) fᵀ,  Λ = diag(λ)
 
 where A = [A_s | A_t] (state and teacher columns) and f are the generated module's
-``_coefficients`` of the level-1 state.  Only those ~N_STATE² scalars are computed in Python;
+``coefficients`` of the level-1 state.  Only those ~N_STATE² scalars are computed in Python;
 everything of size L is a handful of ``arb_mat`` products, each one call into C.  The generated
-module's own ``rhs_levels`` / ``rhs_modes`` do the same on numpy object arrays, where every
-one of the L · N_STATE · (N_STATE + N_TEACHER) products is a Python-level call; they remain the
+system's numpy assembly (``solvers.core.assembly``) does the same on object arrays, where every
+one of the L · N_STATE · (N_STATE + N_TEACHER) products is a Python-level call; it remains the
 reference (``tests/test_arb_rhs.py`` checks the two agree to the working precision).
 """
 from __future__ import annotations
@@ -103,15 +103,10 @@ class ArbMatRHS:
         Short mantissas make those products several times cheaper.
         """
         if self.coef_dps is None:
-            return self.mod._coefficients(v1, self.t1, self.eta, self.ctx)
-        import flint
-        saved = flint.ctx.prec
-        flint.ctx.dps = self.coef_dps
-        try:
-            co = self.mod._coefficients([+x for x in v1], self.t1, self.eta, self.ctx)
+            return self.mod.coefficients(v1, self.t1, self.eta, self.ctx)
+        with self.ctx.workdps(self.coef_dps):
+            co = self.mod.coefficients([+x for x in v1], self.t1, self.eta, self.ctx)
             return [x.mid() for x in co]
-        finally:
-            flint.ctx.prec = saved
 
     def _matrices(self, co):
         arb_mat = _arb_mat()

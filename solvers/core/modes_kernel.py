@@ -19,12 +19,14 @@ i.e. dΩ_k/dα = λ_k (G Ω_k + Ω_k Gᵀ) (+ e2 λ_k w_k F in the student block
     P_ij = (η/K) [ δ_ij ( Σ_m ⟨g''(x_i) g(y_m)⟩ − (M/K) Σ_l ⟨g''(x_i) g(x_l)⟩ )
                    − (M/K) ⟨g'(x_i) g'(x_j)⟩ ]                      (symmetric),
     S_im = (η/K) ⟨g'(x_i) g'(y_m)⟩,
-    ⟨g'(a) g'(b)⟩ = (2/π) / √((1+C_aa)(1+C_bb) − C_ab²),
-    ⟨g''(a) g(c)⟩ = −(2/π) C_ac / ((1+C_aa) √((1+C_aa)(1+C_cc) − C_ac²)),
+    ⟨g'(a) g'(b)⟩ = ∂I2/∂C_ab,   ⟨g''(a) g(c)⟩ = 2 ∂I2/∂C_aa   (Price's theorem),
 
 and F_ij = K⁻² Σ_ab c_a c_b I4(x_i, x_j, u_a, u_b) over the fields u = (x_1..x_K, y_1..y_M) with
 weights c = (−M/K, …, −M/K, 1, …, 1) (the η² bracket of the hierarchy).  Everything is checked
 against the generated modules in tests/test_modes_fast.py.
+
+The Gaussian expectations (I2, I4, ⟨g'g'⟩, ⟨g''g⟩ and the gradients of the last two) are the
+ones derive/ prints into ``solvers/generated/gaussian_erf_numpy.py``; nothing here re-derives them.
 
 For g(x) = x (``activation="linear"``) the same formulas hold with ⟨g'g'⟩ = 1, ⟨g''g⟩ = 0
 (constant P, S), I4 = C34 and I2 = C12.
@@ -36,10 +38,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.core.problem import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
-
-TWO_OVER_PI = 2.0 / np.pi
-ACTIVATIONS = ("erf", "linear")
+from derive.keys import ACTIVATIONS, check_activation  # noqa: F401
+from solvers.core.layout import pack_state as pack, pack_teacher  # noqa: F401
+from solvers.core.layout import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
+from solvers.generated import gaussian_erf_numpy as gauss
 
 
 def level_one(lam, R, Q, T=None):
@@ -64,19 +66,17 @@ def coefficients(R1, Q1, T1, eta, activation="erf"):
         P = np.full(shape + (K, K), -scale * M / K, dtype=dtype)
         S = np.full(shape + (K, M), scale, dtype=dtype)
         return P, S
-    _check(activation)
-    dq = np.diagonal(Q1, axis1=-2, axis2=-1)
-    dt = np.diagonal(T1, axis1=-2, axis2=-1)
-    aq = 1.0 + dq
-    rs_xx = 1.0 / np.sqrt(aq[..., :, None] * aq[..., None, :] - Q1 * Q1)
-    rs_xy = 1.0 / np.sqrt(aq[..., :, None] * (1.0 + dt)[..., None, :] - R1 * R1)
-    # <g''(x_i) g(c)> = -(2/π) C_ic / ((1 + Q_ii) sqrt(...)), summed over c
-    d2_y = -(TWO_OVER_PI * R1 * rs_xy).sum(axis=-1) / aq
-    d2_x = -(TWO_OVER_PI * Q1 * rs_xx).sum(axis=-1) / aq
-    P = -(scale * M / K) * TWO_OVER_PI * rs_xx            # -(M/K) <g'(x_i) g'(x_j)>
+    check_activation(activation)
+    dq = np.diagonal(Q1, axis1=-2, axis2=-1)[..., :, None]          # Q_ii
+    dqj = np.diagonal(Q1, axis1=-2, axis2=-1)[..., None, :]         # Q_jj
+    dt = np.diagonal(T1, axis1=-2, axis2=-1)[..., None, :]          # T_mm
+    # Σ_c <g''(x_i) g(c)> over the teacher fields and over the student fields
+    d2_y = gauss.gpp_g(dq, R1, dt).sum(axis=-1)
+    d2_x = gauss.gpp_g(dq, Q1, dqj).sum(axis=-1)
+    P = -(scale * M / K) * gauss.gp_gp(dq, Q1, dqj)           # -(M/K) <g'(x_i) g'(x_j)>
     idx = np.arange(K)
     P[..., idx, idx] += scale * (d2_y - (M / K) * d2_x)
-    S = scale * TWO_OVER_PI * rs_xy                       # <g'(x_i) g'(y_m)>
+    S = scale * gauss.gp_gp(dq, R1, dt)                       # <g'(x_i) g'(y_m)>
     return P, S
 
 
@@ -89,56 +89,39 @@ class CoefficientDerivative:
     """
 
     def __init__(self, R1, Q1, T1, eta, activation="erf"):
-        _check(activation)
+        check_activation(activation)
         self.linear = activation == "linear"
         K, M = R1.shape
         self.K, self.M, self.scale = K, M, eta / K
         if self.linear:
             return
-        self.R1, self.Q1 = R1, Q1
-        aq = 1.0 + np.diagonal(Q1)
-        at = 1.0 + np.diagonal(T1)
-        self.aq, self.at = aq, at
-        self.rs_xx = 1.0 / np.sqrt(aq[:, None] * aq[None, :] - Q1 * Q1)
-        self.rs_xy = 1.0 / np.sqrt(aq[:, None] * at[None, :] - R1 * R1)
-        self.A_y = (R1 * self.rs_xy).sum(axis=1)          # Σ_m R_im rs_xy
-        self.A_x = (Q1 * self.rs_xx).sum(axis=1)
+        dq = np.diagonal(Q1)[:, None]
+        dqj = np.diagonal(Q1)[None, :]
+        dt = np.diagonal(T1)[None, :]
+        # gradients by (C11, C12, C22) of the four kernels the coefficients use
+        self.gg_xx = gauss.gp_gp_grad(dq, Q1, dqj)
+        self.gg_xy = gauss.gp_gp_grad(dq, R1, dt)
+        self.g2_xx = gauss.gpp_g_grad(dq, Q1, dqj)
+        self.g2_xy = gauss.gpp_g_grad(dq, R1, dt)
 
     def __call__(self, dR, dQ):
         """dR (b, K, M), dQ (b, K, K) symmetric -> dP (b, K, K), dS (b, K, M)."""
         K, M, s = self.K, self.M, self.scale
         if self.linear:
             return np.zeros(dQ.shape), np.zeros(dR.shape)
-        aq, at = self.aq, self.at
-        daq = np.diagonal(dQ, axis1=1, axis2=2)                          # (b, K)
-        dax = daq[:, :, None] * aq[None, None, :] + aq[None, :, None] * daq[:, None, :] \
-            - 2.0 * self.Q1 * dQ
-        daxy = daq[:, :, None] * at[None, None, :] - 2.0 * self.R1 * dR
-        drs_xx = -0.5 * self.rs_xx ** 3 * dax
-        drs_xy = -0.5 * self.rs_xy ** 3 * daxy
-        dA_y = (dR * self.rs_xy + self.R1 * drs_xy).sum(axis=2)
-        dA_x = (dQ * self.rs_xx + self.Q1 * drs_xx).sum(axis=2)
-        # d2_y = -(2/π) A_y / aq  (likewise d2_x)
-        dd2_y = -TWO_OVER_PI * (dA_y / aq - self.A_y * daq / aq ** 2)
-        dd2_x = -TWO_OVER_PI * (dA_x / aq - self.A_x * daq / aq ** 2)
-        dP = -(s * M / K) * TWO_OVER_PI * drs_xx
+        dd = np.diagonal(dQ, axis1=1, axis2=2)
+        dqi, dqj = dd[:, :, None], dd[:, None, :]          # d Q_ii, d Q_jj; d T = 0
+
+        def along(grad, d11, d12, d22=None):
+            out = grad[0] * d11 + grad[1] * d12
+            return out if d22 is None else out + grad[2] * d22
+
+        dd2_y = along(self.g2_xy, dqi, dR).sum(axis=2)
+        dd2_x = along(self.g2_xx, dqi, dQ, dqj).sum(axis=2)
+        dP = -(s * M / K) * along(self.gg_xx, dqi, dQ, dqj)
         idx = np.arange(K)
         dP[:, idx, idx] += s * (dd2_y - (M / K) * dd2_x)
-        return dP, s * TWO_OVER_PI * drs_xy
-
-
-def _check(activation):
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-
-
-def _I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44):
-    lam4 = (1 + c11) * (1 + c22) - c12 ** 2
-    lam0 = (lam4 * c34 - c23 * c24 * (1 + c11) - c13 * c14 * (1 + c22)
-            + c12 * c13 * c24 + c12 * c14 * c23)
-    lam1 = lam4 * (1 + c33) - c23 ** 2 * (1 + c11) - c13 ** 2 * (1 + c22) + 2 * c12 * c13 * c23
-    lam2 = lam4 * (1 + c44) - c24 ** 2 * (1 + c11) - c14 ** 2 * (1 + c22) + 2 * c12 * c14 * c24
-    return (4 / np.pi ** 2) / np.sqrt(lam4) * np.arcsin(lam0 / (np.sqrt(lam1) * np.sqrt(lam2)))
+        return dP, s * along(self.gg_xy, dqi, dR)
 
 
 def order2_term(R1, Q1, T1, activation="erf", max_block: int = 2_000_000):
@@ -154,7 +137,7 @@ def order2_term(R1, Q1, T1, activation="erf", max_block: int = 2_000_000):
     W = cw[:, None] * cw[None, :]
     if activation == "linear":   # I4 = C34: the same number for every (i, j)
         return np.full((K, K), (W * C).sum() / K ** 2, dtype=C.dtype)
-    _check(activation)
+    check_activation(activation)
     diag = np.diagonal(C)
     iu, ju = np.triu_indices(K)
     F = np.empty((K, K), dtype=C.dtype)
@@ -171,7 +154,7 @@ def order2_term(R1, Q1, T1, activation="erf", max_block: int = 2_000_000):
         c33 = diag[None, :, None]
         c44 = diag[None, None, :]
         c34 = C[None, :, :]
-        val = (_I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44) * W).sum(axis=(1, 2))
+        val = (gauss.I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44) * W).sum(axis=(1, 2))
         F[i, j] = val
         F[j, i] = val
     return F / K ** 2
@@ -196,34 +179,16 @@ def eps_g(R1, Q1, T1, activation="erf"):
     if activation == "linear":
         tt, ss, sy = T1.sum(axis=(-2, -1)), Q1.sum(axis=(-2, -1)), R1.sum(axis=(-2, -1))
         return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
-    _check(activation)
+    check_activation(activation)
     dq = np.diagonal(Q1, axis1=-2, axis2=-1)
     dt = np.diagonal(T1, axis1=-2, axis2=-1)
-    sq = np.sqrt(1.0 + dq)
-    st = np.sqrt(1.0 + dt)
-
-    def I2(c12, s1, s2):
-        return TWO_OVER_PI * np.arcsin(c12 / (s1[..., :, None] * s2[..., None, :]))
-
-    tt = I2(T1, st, st).sum(axis=(-2, -1))
-    ss = I2(Q1, sq, sq).sum(axis=(-2, -1))
-    sy = I2(R1, sq, np.broadcast_to(st, sq.shape[:-1] + st.shape[-1:])).sum(axis=(-2, -1))
+    tt = gauss.I2(dt[..., :, None], T1, dt[..., None, :]).sum(axis=(-2, -1))
+    ss = gauss.I2(dq[..., :, None], Q1, dq[..., None, :]).sum(axis=(-2, -1))
+    sy = gauss.I2(dq[..., :, None], R1, dt[..., None, :]).sum(axis=(-2, -1))
     return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
 
 
 # -- the generated modules' packed layout (for comparisons) ------------------------------------
-
-def pack(R, Q):
-    """(L, K, M), (L, K, K) -> (L, N_STATE): R row-major then the upper triangle of Q."""
-    L, K, _ = R.shape
-    iu = np.triu_indices(K)
-    return np.concatenate([R.reshape(L, -1), Q[:, iu[0], iu[1]]], axis=1)
-
-
-def pack_teacher(T):
-    iu = np.triu_indices(T.shape[-1])
-    return T[..., iu[0], iu[1]]
-
 
 def unpack_teacher(t, M):
     t = np.asarray(t)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-import mpmath
 import numpy as np
 
-from derive import spectra
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 
-from solvers.core.numbers import Float64Context, to_mpf
+from solvers.core.layout import pack_state, pack_teacher, unpack_state  # noqa: F401
+
+if TYPE_CHECKING:   # the symbolic layer is not imported at run time (no SymPy here)
+    from derive import spectra
 
 
 @dataclass(frozen=True)
@@ -46,27 +48,27 @@ class Problem:
         return NumericProblem(self, ctx)
 
 
-def _pack_state(R, Q):
-    """(L, K, M), (L, K, K) -> (L, N_STATE) in the documented state order."""
-    L, K, _ = R.shape
-    iu = np.triu_indices(K)
-    return np.concatenate([R.reshape(L, -1), Q[:, iu[0], iu[1]]], axis=1)
+def characteristic_coefficients(lam, one):
+    """c_0..c_(L-1) of Π_k (λ - λ_k) from the eigenvalues at working precision.
+
+    The coefficients are elementary symmetric functions of positive numbers (alternating
+    signs only), so this product is accurate to the working precision, and much cheaper than
+    the exact polynomial.
+    """
+    c = [one]
+    for x in lam:
+        c = [(c[j - 1] if j > 0 else 0) - x * (c[j] if j < len(c) else 0)
+             for j in range(len(c) + 1)]
+    return np.array(c[:len(lam)], dtype=object)
 
 
-def _pack_teacher(T):
-    iu = np.triu_indices(T.shape[1])
-    return T[:, iu[0], iu[1]]
-
-
-def unpack_state(y, K, M):
-    """(..., N_STATE) -> R (..., K, M), Q (..., K, K) symmetric."""
-    y = np.asarray(y)
-    R = y[..., :K * M].reshape(y.shape[:-1] + (K, M))
-    Q = np.empty(y.shape[:-1] + (K, K), dtype=y.dtype)
-    iu = np.triu_indices(K)
-    Q[..., iu[0], iu[1]] = y[..., K * M:]
-    Q[..., iu[1], iu[0]] = y[..., K * M:]
-    return R, Q
+def spectrum_numbers(spectrum, ctx):
+    """(λ, w, c, ν_1..ν_L) of a spectrum as object arrays of the context's numbers."""
+    lam = np.array([ctx.convert(v) for v in spectrum.eigenvalues], dtype=object)
+    w = np.array([ctx.convert(v) for v in spectrum.weights], dtype=object)
+    c = characteristic_coefficients(lam, ctx.convert(1))
+    nu = np.array([sum(w * lam ** l) for l in range(1, len(lam) + 1)], dtype=object)
+    return lam, w, c, nu
 
 
 class NumericProblem:
@@ -78,32 +80,23 @@ class NumericProblem:
         conv = ctx.convert
         self.lam = np.array([conv(v) for v in sp_.eigenvalues], dtype=object)
         self.w = np.array([conv(v) for v in sp_.weights], dtype=object)
-        L = problem.L
-        # c_j from the eigenvalues at working precision: the coefficients are elementary
-        # symmetric functions of positive numbers (alternating signs only), so this product
-        # is accurate to the working precision, and much cheaper than the exact polynomial.
-        c = [conv(1)]
-        for lam in self.lam:
-            c = [(c[j - 1] if j > 0 else 0) - lam * (c[j] if j < len(c) else 0)
-                 for j in range(len(c) + 1)]
-        self.c = np.array(c[:L], dtype=object)
+        self.c = characteristic_coefficients(self.lam, conv(1))
         self.eta = conv(problem.eta)
         self.e2 = self.eta ** 2 if problem.order == 2 else conv(0)
         init = problem.init
         if init.basis == "modes":
-            self.y_modes = _pack_state(ctx.array(init.R), ctx.array(init.Q))
-            self.T_modes = _pack_teacher(ctx.array(init.T))
+            self.y_modes = pack_state(ctx.array(init.R), ctx.array(init.Q))
+            self.T_modes = pack_teacher(ctx.array(init.T))
             # nu, y_levels, T_levels: on first use (__getattr__) -- a modes run never needs
             # them, and in float64 the powers λ^l overflow from L ≈ 256
         else:
-            self.y_levels = _pack_state(ctx.array(init.R), ctx.array(init.Q))
-            self.T_levels = _pack_teacher(ctx.array(init.T))[1:]
+            self.y_levels = pack_state(ctx.array(init.R), ctx.array(init.Q))
+            self.T_levels = pack_teacher(ctx.array(init.T))[1:]
             self._level_quantities()
             self.y_modes, self.T_modes = self._levels_to_modes()
-        if isinstance(ctx, Float64Context):
-            for name in ("lam", "w", "c", "nu", "y_modes", "T_modes", "y_levels", "T_levels"):
-                if name in self.__dict__:
-                    setattr(self, name, np.asarray(getattr(self, name), dtype=float))
+        for name in ("lam", "w", "c", "nu", "y_modes", "T_modes", "y_levels", "T_levels"):
+            if name in self.__dict__:
+                setattr(self, name, ctx.native(getattr(self, name)))
 
     _LAZY = ("nu", "y_levels", "T_levels")
 
@@ -120,8 +113,7 @@ class NumericProblem:
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 pw = [self.lam ** l for l in range(L + 1)]
-            if isinstance(self.ctx, Float64Context) and not np.all(np.isfinite(
-                    np.asarray(pw[-1], dtype=float))):
+            if self.ctx.overflowed(pw[-1]):
                 raise OverflowError
         except OverflowError:
             raise ValueError(f"the level basis is out of float64 range at L = {L} (λ^l "
@@ -132,29 +124,13 @@ class NumericProblem:
             V = np.array(pw, dtype=object)
             self.y_levels = V[:L] @ self.y_modes
             self.T_levels = V[1:] @ self.T_modes            # levels 1..L
-        if isinstance(self.ctx, Float64Context):
-            for name in NumericProblem._LAZY:
-                setattr(self, name, np.asarray(getattr(self, name), dtype=float))
+        for name in NumericProblem._LAZY:
+            setattr(self, name, self.ctx.native(getattr(self, name)))
 
     def _levels_to_modes(self):
         """Solve the Vandermonde system X^(l) = Σ_k λ_k^l X_k at the working precision."""
-        L = self.problem.L
-        if isinstance(self.ctx, Float64Context):
-            V = np.array([[float(lam) ** l for lam in self.lam] for l in range(L)])
-            y = np.linalg.solve(V, np.asarray(self.y_levels, dtype=float))
-            T1 = np.linalg.solve(V * np.asarray(self.lam, dtype=float), np.asarray(self.T_levels, float))
-            return y, T1
-        with mpmath.workdps(self.ctx.dps + 10):
-            lam = [to_mpf(v) for v in self.lam]
-            V = mpmath.matrix([[x ** l for x in lam] for l in range(L)])
-            V1 = mpmath.matrix([[x ** l for x in lam] for l in range(1, L + 1)])
-
-            def solve(A, rhs):
-                cols = [mpmath.lu_solve(A, mpmath.matrix([to_mpf(v) for v in rhs[:, j]]))
-                        for j in range(rhs.shape[1])]
-                return np.array([[self.ctx.convert(cols[j][k]) for j in range(rhs.shape[1])]
-                                 for k in range(L)], dtype=object)
-            return solve(V, self.y_levels), solve(V1, self.T_levels)
+        solve = self.ctx.vandermonde_solve
+        return solve(self.lam, self.y_levels, 0), solve(self.lam, self.T_levels, 1)
 
 
 # -- initial conditions ---------------------------------------------------------------------

@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 
 from derive import codegen
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
+from solvers.core.assembly import System
+from solvers.core.numbers import Float64Context
 
-GENERATED_DIR = Path(__file__).resolve().parent / "generated"
+GENERATED_DIR = Path(__file__).resolve().parents[1] / "generated"
 
 # The systems shipped with the package: the paper's figures use these.
 CHECKED_IN = (
@@ -28,16 +30,19 @@ CHECKED_IN = (
 )
 
 
-def checked_in_files() -> dict[Path, tuple[SystemKey, str]]:
-    return {GENERATED_DIR / f"{codegen.module_name(k, t)}.py": (k, t)
-            for k in CHECKED_IN for t in codegen.TARGETS}
+def checked_in_files() -> dict:
+    """path -> function printing its text, for every checked-in generated module."""
+    files = {GENERATED_DIR / f"{codegen.module_name(k)}.py": (lambda k=k: codegen.render(k))
+             for k in CHECKED_IN}
+    files[GENERATED_DIR / f"{codegen.KERNELS_MODULE}.py"] = codegen.render_kernels
+    return files
 
 
 def regenerate(check: bool = False, progress=None) -> list[Path]:
     """Rewrite the checked-in modules (atomic writes); with ``check``, only list what differs."""
     differing = []
-    for path, (key, target) in checked_in_files().items():
-        text = codegen.render(key, target)
+    for path, render in checked_in_files().items():
+        text = render()
         current = path.read_text() if path.exists() else None
         if current != text:
             differing.append(path)
@@ -62,10 +67,17 @@ def _source_hash() -> str:
 
 _loaded: dict = {}
 
+# the context a system's functions use when the caller passes none: float64 for "numpy";
+# "mpmath" callers always pass the context they run in
+DEFAULT_CONTEXT = {"numpy": Float64Context, "mpmath": lambda: None}
 
-def load(key: SystemKey, target: str):
-    """The generated module for ``key`` and ``target`` (``"mpmath"`` or ``"numpy"``)."""
-    name = codegen.module_name(key, target)
+
+def load(key: SystemKey, target: str) -> System:
+    """The system for ``key`` on the generated module of ``target`` (``"mpmath"`` or ``"numpy"``):
+    its coefficients, ε_g and index tables with the level / modes assembly."""
+    if target not in DEFAULT_CONTEXT:
+        raise ValueError(f"target must be one of {tuple(DEFAULT_CONTEXT)}, got {target!r}")
+    name = codegen.module_name(key)
     if (key, target) in _loaded:
         return _loaded[key, target]
     if key in CHECKED_IN:
@@ -78,5 +90,5 @@ def load(key: SystemKey, target: str):
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-    _loaded[key, target] = module
-    return module
+    _loaded[key, target] = system = System(module, DEFAULT_CONTEXT[target]())
+    return system

@@ -88,7 +88,7 @@ class ModesInputs:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        mk._check(self.activation)
+        mk.check_activation(self.activation)
         if self.order not in (1, 2):
             raise ValueError(f"order must be 1 or 2, got {self.order!r}")
         self.lam = np.ascontiguousarray(self.lam, dtype=float)

@@ -3,30 +3,28 @@
 * ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
   of :mod:`solvers.integrators.rk78`: object arrays of python-flint arb (default) or mpmath mpf, or
   float64 arrays; SciPy's DOP853 is available for comparison.
-* ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
+* ``solve`` runs a problem under the precision policy of :mod:`solvers.hierarchy.precision`;
+  ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
   tolerance) agree on ε_g to the requested number of significant digits.
 * ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
   raises :class:`PrecisionLost` when the closure has cancelled the digits away.
 """
 from __future__ import annotations
 
-import math
 import time
 from fractions import Fraction
 from dataclasses import dataclass, field
 
-import mpmath
 import numpy as np
 
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
 from solvers.integrators.rk78 import IntegrationError, integrate
-from solvers.core.numbers import Float64Context, context, to_mpf
+from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
 from solvers.core.registry import load
-
-
-class PrecisionLost(RuntimeError):
-    """A result would have fewer correct digits than asked for."""
+from solvers.hierarchy import precision
+from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
+                                         default_rtol, estimated_dps, short_dps)
 
 
 @dataclass
@@ -49,26 +47,17 @@ def _mid(x):
     return x.mid() if hasattr(x, "mid") else x
 
 
-def default_rtol(digits: int) -> float:
-    """Integration tolerance on the order parameters for ``digits`` digits of ε_g.
-
-    ε_g is a small difference of O(1) order parameters (ε_g ~ 1e-3 .. 1e-4 once learning has
-    started), so about four digits cancel; one more is margin.  The auto modes verify it.
-    """
-    return 10.0 ** -(digits + 5)
-
-
 def _level_one(mod, basis, y, num):
     """Level-1 state and teacher of the (L, N_STATE) state ``y`` in ``basis``."""
     if basis == "levels":
-        return mod._closure(y, num.c)[0], num.T_levels[0]
+        return mod.closure(y, num.c)[0], num.T_levels[0]
     return num.lam @ y, num.lam @ num.T_modes
 
 
 def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
                       dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
                       progress=None, matrix_rhs: bool = True,
-                      short_scalars: bool = True) -> Trajectory:
+                      short_scalars: bool = True, integrator: str = "rk78") -> Trajectory:
     """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
 
     "float64" runs the same RK7(8) as the arbitrary-precision path on float64 arrays; "scipy" is
@@ -84,13 +73,15 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     """
     if basis not in ("levels", "modes"):
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
+    if integrator != "rk78":
+        raise ValueError(f"integrator must be 'rk78', got {integrator!r}")
     alphas = [float(a) if not isinstance(a, str) else a for a in alphas]
     started = time.perf_counter()
     K, M = problem.key.K, problem.key.M
     # atol only matters for components passing through zero; scale-free states set rtol.
     atol = Fraction(str(rtol)) / 10**8 if atol is None else atol
     if arithmetic == "scipy":
-        ctx = Float64Context()
+        ctx = context("float64")
         num = problem.numeric(ctx)
         mod = load(problem.key, "numpy")
         states, stats = _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress)
@@ -140,16 +131,6 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
 
 
-def short_dps(rtol, dps: int) -> int:
-    """Digits for the quantities shared by every level row — the generated coefficients of the
-    level-1 state and the Runge–Kutta scalars h·a_ij — with ``matrix_rhs``.  Their rounding
-    perturbs the dynamics the same way in every row, so it is not amplified by the closure:
-    it only has to sit well below the tolerance (15 digits of margin: ε_g is a difference of
-    O(1) numbers, and the perturbation acts over the whole run)."""
-    digits = -math.log10(float(Fraction(str(rtol)))) if float(rtol) > 0 else dps
-    return int(min(dps, max(30, math.ceil(digits) + 15)))
-
-
 def _exact_alpha(a):
     return Fraction(str(a)) if not isinstance(a, str) else Fraction(a)
 
@@ -164,21 +145,12 @@ def _observables(mod, basis, states, num, ctx, K, M):
     for y in states:
         v1, t1 = _level_one(mod, basis, y, num)
         e = mod.eps_g(v1, t1, ctx)
-        if not _finite(e):
+        if not ctx.is_finite(e):
             raise PrecisionLost(f"eps_g is not finite ({e}) in the {basis} basis")
         eps.append(to_mpf(e))
         v1s.append([float(_mid(x)) for x in v1])
     R1, Q1 = unpack_state(np.array(v1s, dtype=float), K, M)
     return eps, R1, Q1
-
-
-def _finite(x) -> bool:
-    if hasattr(x, "is_finite"):
-        return bool(x.is_finite())
-    try:
-        return math.isfinite(float(x))
-    except (OverflowError, ValueError):
-        return False
 
 
 def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
@@ -212,58 +184,66 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
     return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
 
 
-# -- precision control -----------------------------------------------------------------------
+# -- precision control (the policy itself: solvers.hierarchy.precision) -----------------------
 
-def estimated_dps(L: int, digits: int, basis: str) -> int:
-    """Starting precision for the level basis: the closure costs digits growing with L.
-
-    Measured for the linear K=M=1 system (DESIGN.md §6, Taylor route) as about 2.6 L digits on
-    top of the ones wanted; the auto mode verifies and raises it if needed.
-    """
-    if basis == "modes":
-        return digits + 10
-    return digits + 10 + int(math.ceil(2.6 * L))
+def solve(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
+    """The trajectory at ``alphas`` (starting at 0) under ``precision.plan``."""
+    return _execute(precision.plan(basis, dps, digits, problem.L), problem, alphas,
+                    basis=basis, digits=digits, progress=progress)
 
 
-def agreement_digits(a, b) -> float:
-    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare)."""
-    worst = math.inf
-    for x, y in zip(a, b):
-        x, y = to_mpf(x), to_mpf(y)
-        scale = max(abs(x), abs(y))
-        if scale == 0:
-            continue
-        diff = mpmath.fsub(x, y, exact=True)
-        if diff != 0:
-            worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
-    return worst
+def _execute(p, problem, alphas, *, basis, digits, progress):
+    if p.verify == "settle":
+        return solve_auto(problem, alphas, basis=basis, digits=digits, arithmetic=p.arithmetic,
+                          start_dps=p.dps, progress=progress, integrator=p.integrator)
+    if p.verify == "fixed":
+        # a fixed dps is verified like "auto" (a second run), or refused
+        from solvers.hierarchy.verify import run_fixed_dps
+        return run_fixed_dps(problem, alphas, basis=basis, dps=p.dps, digits=digits,
+                             progress=progress)
+    traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic, dps=p.dps,
+                             rtol=p.rtol, progress=progress, integrator=p.integrator)
+    if p.verify == "float64":
+        from solvers.hierarchy.verify import verify_float64
+        return verify_float64(traj, problem, alphas, basis=basis, digits=digits)
+    if p.verify == "modes":
+        modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
+                                  rtol=p.rtol, integrator=p.integrator)
+        traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
+    elif p.verify == "tighter":
+        second = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                   rtol=p.rtol / 100, integrator=p.integrator)
+        agree = agreement_digits(traj.eps_g, second.eps_g)
+        if agree < digits:
+            return _execute(p.fallback, problem, alphas, basis=basis, digits=digits,
+                            progress=progress)
+        second.stats["agreement_digits"] = agree
+        return second
+    return traj
 
 
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
-               start_dps: int | None = None, max_rounds: int = 5, progress=None):
-    """Raise precision until two runs agree on ε_g to ``digits`` significant digits.
+               start_dps: int | None = None, max_rounds: int = 5, progress=None,
+               integrator: str = "rk78"):
+    """Raise precision until two runs agree on ε_g to ``digits`` significant digits
+    (``precision.settle``).
 
     The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
     covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
     """
-    dps = start_dps or estimated_dps(problem.L, digits, basis)
     rtol = default_rtol(digits)
-    first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                              rtol=rtol, progress=progress)
-    for _ in range(max_rounds):
-        dps2 = dps + max(10, dps // 4)
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                   dps=dps2, rtol=rtol / 100, progress=progress)
-        agree = agreement_digits(first.eps_g, second.eps_g)
-        second.stats["agreement_digits"] = agree
-        second.stats["checked_against_dps"] = dps
-        if agree >= digits:
-            return second
-        first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
-        if dps != dps2:
-            first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                      dps=dps, rtol=rtol, progress=progress)
-    raise PrecisionLost(f"eps_g did not settle to {digits} digits up to dps = {dps}")
+
+    def run(dps, tighter):
+        return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
+                                 rtol=rtol / 100 if tighter else rtol, progress=progress,
+                                 integrator=integrator)
+
+    second, _, checked, agree = precision.settle(
+        run, lambda t: t.eps_g, digits=digits,
+        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds)
+    second.stats["agreement_digits"] = agree
+    second.stats["checked_against_dps"] = checked
+    return second
 
 
 def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:

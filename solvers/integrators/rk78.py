@@ -164,13 +164,8 @@ class _ArbMatSpace:
     def _scalars(self, coefs, h):
         if self.scalar_dps is None:
             return [c * h for c in coefs]
-        import flint
-        saved = flint.ctx.prec
-        flint.ctx.dps = self.scalar_dps
-        try:
+        with self.ctx.workdps(self.scalar_dps):
             return [(c * h).mid() for c in coefs]
-        finally:
-            flint.ctx.prec = saved
 
     @staticmethod
     def mid(x):

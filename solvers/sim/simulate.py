@@ -155,12 +155,6 @@ def power_law_eigenvalues(L, beta) -> np.ndarray:
     return lam / lam.mean()
 
 
-def _I2(activation, c11, c12, c22):
-    if activation == "linear":
-        return c12
-    return (2.0 / np.pi) * np.arcsin(c12 / np.sqrt((1.0 + c11) * (1.0 + c22)))
-
-
 def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
     """Exact eps_g = <(zeta - sigma)^2>/2 from the level-1 order parameters.
 
@@ -177,12 +171,8 @@ def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
     for name, arr, shape in (("R1", R1, (K, M)), ("Q1", Q1, (K, K)), ("T1", T1, (M, M))):
         if arr.ndim < 2 or arr.shape[-2:] != shape:
             raise ValueError(f"{name} must have trailing shape {shape}, got {arr.shape}")
-    dQ = np.diagonal(Q1, axis1=-2, axis2=-1)
-    dT = np.diagonal(T1, axis1=-2, axis2=-1)
-    tt = _I2(activation, dT[..., :, None], T1, dT[..., None, :]).sum(axis=(-2, -1))
-    ss = _I2(activation, dQ[..., :, None], Q1, dQ[..., None, :]).sum(axis=(-2, -1))
-    st = _I2(activation, dQ[..., :, None], R1, dT[..., None, :]).sum(axis=(-2, -1))
-    eps = 0.5 * (tt / M + ss * M / K**2 - 2.0 * st / K)
+    from solvers.core.modes_kernel import eps_g   # the one ε_g of level-1 overlaps
+    eps = eps_g(R1, Q1, T1, activation)
     return float(eps) if np.ndim(eps) == 0 else eps
 
 
@@ -850,6 +840,9 @@ def _available_cpus():
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
+
+
+available_cpus = _available_cpus   # the public name (solvers.app.sweep uses it)
 
 
 def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:

@@ -17,11 +17,12 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 
 from solvers.core.numbers import MpmathContext, to_mpf
 from solvers.hierarchy.odes import integrate_problem
-from solvers.theory.plateau import _numbers, ansatz_basis, restrict
+from solvers.core.problem import spectrum_numbers
+from solvers.theory.plateau import ansatz_basis, restrict
 from solvers.core.registry import load
 
 
@@ -69,7 +70,7 @@ class Linearisation:
         self.M, self.L, self.dps = M, spectrum.L, dps
         mod = load(SystemKey("erf", M, M), "mpmath")
         with MpmathContext(dps) as ctx:
-            lam, w, _, _ = _numbers(spectrum, ctx)
+            lam, w, _, _ = spectrum_numbers(spectrum, ctx)
             etan = ctx.convert(Fraction(eta))
             e2 = etan ** 2 if order == 2 else ctx.convert(0)
             y, T = perfect_point(M, w, ctx)
@@ -358,7 +359,7 @@ def symmetric_projection(y_modes, perm):
     on the invariant subspace of the reduced (r, s, q, c) system of Eq. (118): the dynamics
     keeps it, and Eq. (122) describes it."""
     from itertools import permutations
-    from solvers.core.problem import unpack_state, _pack_state
+    from solvers.core.problem import unpack_state, pack_state
     y = np.asarray(y_modes, dtype=float)
     L = y.shape[0]
     M = len(perm)
@@ -371,7 +372,7 @@ def symmetric_projection(y_modes, perm):
         s = list(s)
         Rs += R[:, s][:, :, s]
         Qs += Q[:, s][:, :, s]
-    return _pack_state(Rs / len(perms), Qs / len(perms)).reshape(L, -1)
+    return pack_state(Rs / len(perms), Qs / len(perms)).reshape(L, -1)
 
 
 def _eps_derivatives(lin, num, dps=40):

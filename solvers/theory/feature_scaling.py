@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import math
 import time
-from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
@@ -101,7 +100,8 @@ __all__ = [
     "feature_scaling_result",
 ]
 
-# Keys of the optional [linear] spec section read by `feature_scaling_result`.
+# Keys of the optional [linear] spec section (solvers.app.sections.LINEAR_SCHEMA) that
+# `feature_scaling_result` uses.
 FEATURE_SCALING_KEYS = ("N_l", "rotated", "n_W", "simulate", "n_seeds", "untrainable",
                         "alpha_burn", "alpha_max")
 
@@ -422,18 +422,7 @@ def fit_exponent(N_ls, eps):
     return float(-np.polyfit(x, y, 1)[0])
 
 
-def _opt(section, key, default, check, text):
-    v = section.get(key, default)
-    if not check(v):
-        raise ValueError(f"[linear] {key} must be {text}, got {v!r}")
-    return v
-
-
-def _is_int(v):
-    return isinstance(v, Integral) and not isinstance(v, bool)
-
-
-def feature_scaling_result(spec, progress=None) -> dict:
+def feature_scaling_result(spec, progress=None, options: dict | None = None) -> dict:
     """Asymptotic eps_g versus N_l for a spec (K = M = 1, linear); see FEATURE_SCALING_KEYS.
 
     [linear] N_l = [..] (default: powers of two below N), rotated = false (Eq. 71/10) or true
@@ -441,7 +430,11 @@ def feature_scaling_result(spec, progress=None) -> dict:
     eps_g averaged over alpha_burn <= alpha <= alpha_max), untrainable = "frozen" | "zero".
     theory is the small-eta asymptote (the paper's); theory_finite_eta includes the SGD-noise
     factor 1/(1 - eta Tr(Sigma~)/(2N)) that the simulation at [training] eta converges to.
+    ``options``: the validated [linear] section (read from the spec when not given).
     """
+    if options is None:
+        from solvers.app.sections import LINEAR_SCHEMA, read
+        options = read(spec, "linear", LINEAR_SCHEMA)
     started = time.perf_counter()
     m, d, tr = spec.model, spec.data, spec.training
     if m.activation != "linear" or m.K != 1 or m.M != 1:
@@ -453,17 +446,14 @@ def feature_scaling_result(spec, progress=None) -> dict:
     N = d.N if d.N is not None else L
     if N % L:
         raise ValueError(f"L = {L} must divide N = {N}")
-    sec = dict(spec.extra.get("linear", {}) or {})
+    sec = options
     default_N_l = [2**j for j in range(int(math.log2(N)) + 1) if 2**j < N] or [N]
-    N_ls = _opt(sec, "N_l", default_N_l,
-                lambda v: isinstance(v, list) and v and all(_is_int(x) and 1 <= x <= N for x in v),
-                f"a non-empty list of integers between 1 and N = {N}")
-    rotated = _opt(sec, "rotated", False, lambda v: isinstance(v, bool), "true or false")
-    n_W = _opt(sec, "n_W", 20, lambda v: _is_int(v) and v >= 2, "an integer >= 2")
-    do_sim = _opt(sec, "simulate", False, lambda v: isinstance(v, bool), "true or false")
-    n_seeds = _opt(sec, "n_seeds", 20, lambda v: _is_int(v) and v >= 2, "an integer >= 2")
-    untr = _opt(sec, "untrainable", "frozen", lambda v: v in ("frozen", "zero"),
-                "\"frozen\" or \"zero\"")
+    N_ls = list(sec["N_l"]) if sec["N_l"] is not None else default_N_l
+    if max(N_ls) > N:
+        raise ValueError(f"{spec.path}: [linear] N_l = {N_ls} must be integers between 1 and "
+                         f"N = {N}")
+    rotated, n_W, do_sim = sec["rotated"], sec["n_W"], sec["simulate"]
+    n_seeds, untr = sec["n_seeds"], sec["untrainable"]
     eta, sigma_J = float(tr.eta), float(tr.sigma_J)
     N_ls = sorted(set(int(x) for x in N_ls))
     meta = {"N": N, "L": L, "eta": eta, "sigma_J": sigma_J, "rotated": rotated,
@@ -502,10 +492,10 @@ def _simulate_asymptotes(lam, N, N_ls, eta, sigma_J, rotated, untr, n_seeds, see
     # eigenvalue is >= lambda_L, so use lambda_L there); 10 relaxation times make e^-10 residue.
     slow = lam[-1] if rotated else lam_min_trained
     burn_default = 10.0 / (2.0 * eta * slow)
-    burn = _opt(sec, "alpha_burn", burn_default, lambda v: isinstance(v, Real) and v >= 0,
-                "a number >= 0")
-    amax = _opt(sec, "alpha_max", 2.0 * burn + 50.0, lambda v: isinstance(v, Real) and v > burn,
-                f"a number > alpha_burn = {burn}")
+    burn = sec["alpha_burn"] if sec["alpha_burn"] is not None else burn_default
+    amax = sec["alpha_max"] if sec["alpha_max"] is not None else 2.0 * burn + 50.0
+    if not amax > burn:
+        raise ValueError(f"[linear] alpha_max = {amax!r} must be > alpha_burn = {burn}")
     if amax * N * n_seeds * len(N_ls) * (N if rotated else 1) > 5e11:
         raise ValueError(f"[linear] simulate: alpha_max = {amax:g} needs too many SGD steps; "
                          "lower alpha_max / n_seeds / N")

@@ -36,7 +36,7 @@ import numpy as np
 from derive import linear as dl
 from derive.spectra import Spectrum
 
-from solvers.hierarchy.odes import PrecisionLost, agreement_digits
+from solvers.hierarchy.precision import PrecisionLost, agreement_digits, settle  # noqa: F401
 
 ROUTES = ("modes", "companion", "levels")
 
@@ -352,14 +352,13 @@ def levels_eps(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, dps: int)
     the chain of squarings; for the last α the last squaring is replaced by two exact
     matrix-vector products (E(E y)).  The row-1 products with T are exact.
     """
-    import flint
     from flint import arb, arb_mat
     from solvers.core.numbers import FlintContext
     eta_f = Fraction(eta)
     alphas = list(alphas)
     out = []
     with FlintContext(dps):
-        bits = flint.ctx.prec
+        bits = FlintContext.bits()
         conv = FlintContext.convert
         lam = [conv(v) for v in spectrum.eigenvalues]
         w = [conv(v) for v in spectrum.weights]
@@ -469,21 +468,15 @@ def exact_curve(spectrum: Spectrum, eta, alphas, *, order=2, sigma_J=0, route="m
         return [sol.eps_g(a) for a in alphas]
 
     d = int(dps) if dps is not None else route_dps(route, spectrum.L, digits)
-    first = run(d)
-    for _ in range(max_rounds):
-        d2 = d + max(10, d // 4)
-        second = run(d2)
-        agree = agreement_digits(first, second)
-        if agree >= digits:
-            with mpmath.workdps(digits + 5):
-                vals = [+v for v in second]
-            return vals, {"route": route, "dps": d2, "checked_against_dps": d,
-                          "agreement_digits": min(agree, 1e9)}
-        if dps is not None:
-            break
-        first, d = second, d2 if agree > digits / 2 else int(d2 * 1.5)
-    raise PrecisionLost(f"linear {route} route: eps_g did not settle to {digits} digits "
-                        f"(up to dps = {d})")
+    try:
+        second, d2, d1, agree = settle(lambda dd, tighter: run(dd), lambda v: v, digits=digits,
+                                       dps=d, max_rounds=max_rounds, fixed=dps is not None)
+    except PrecisionLost as exc:
+        raise PrecisionLost(f"linear {route} route: {exc}") from None
+    with mpmath.workdps(digits + 5):
+        vals = [+v for v in second]
+    return vals, {"route": route, "dps": d2, "checked_against_dps": d1,
+                  "agreement_digits": min(agree, 1e9)}
 
 
 # ---- small η (Eq. 8) and its Euler-Maclaurin forms --------------------------------------------

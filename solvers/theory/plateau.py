@@ -18,9 +18,10 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from derive.hierarchy import SystemKey
+from derive.keys import SystemKey
 
-from solvers.core.numbers import MpmathContext, to_mpf
+from solvers.core.numbers import MpmathContext, exact_fraction, to_mpf
+from solvers.core.problem import spectrum_numbers
 from solvers.core.registry import load
 
 
@@ -83,19 +84,6 @@ class FixedPoint:
     dps: int = 50
 
 
-def _numbers(spectrum, ctx):
-    lam = np.array([ctx.convert(v) for v in spectrum.eigenvalues], dtype=object)
-    w = np.array([ctx.convert(v) for v in spectrum.weights], dtype=object)
-    L = len(lam)
-    coeffs = [ctx.convert(1)]
-    for x in lam:
-        coeffs = [(coeffs[j - 1] if j > 0 else 0) - x * (coeffs[j] if j < len(coeffs) else 0)
-                  for j in range(len(coeffs) + 1)]
-    c = np.array(coeffs[:L], dtype=object)
-    nu = np.array([sum(w * lam ** l) for l in range(1, L + 1)], dtype=object)
-    return lam, w, c, nu
-
-
 def _symmetric_state(M, R_modes, Q_modes):
     """(L, N_STATE) with every R_in = R_k and every Q_ij = Q_k."""
     L = len(R_modes)
@@ -120,7 +108,7 @@ def plateau_fixed_point(M: int, spectrum, teacher: SymmetricTeacher, eta, order:
     L = spectrum.L
     guard = dps + 2 * L + 10        # the levels conversion (Vandermonde) eats ~2L digits
     with MpmathContext(guard) as ctx:
-        lam, w, c, nu = _numbers(spectrum, ctx)
+        lam, w, c, nu = spectrum_numbers(spectrum, ctx)
         T_modes = teacher_modes(M, teacher, ctx)
         Tl, Dl = teacher.levels(lam, 1)
         T1, D1 = Tl[1], Dl[1]
@@ -265,12 +253,6 @@ def to_float(x) -> float:
 
 # -- escape measured from the ODE trajectory --------------------------------------------------
 
-def _fraction(x) -> Fraction:
-    """The exact binary value of an mpf (so that an explicit initial condition is exact)."""
-    sign, man, exp, _ = mpmath.mpf(x)._mpf_     # (man_exp drops the sign)
-    return (-1) ** sign * Fraction(int(man)) * Fraction(2) ** int(exp)
-
-
 def perturbed_problem(fp: FixedPoint, spectrum, eta, order: int, direction: str,
                       amplitude: float, seed: int = 0):
     """A :class:`solvers.core.problem.Problem` started at the plateau plus a small perturbation.
@@ -291,7 +273,7 @@ def perturbed_problem(fp: FixedPoint, spectrum, eta, order: int, direction: str,
         wk = float(fp.w[k])
         for i in range(M):
             for m in range(M):
-                base = _fraction(fp.y_modes[k, i * M + m])
+                base = exact_fraction(fp.y_modes[k, i * M + m])
                 if direction == "specialisation":
                     d = 1.0 if i == m else -1.0 / (M - 1)
                     shift = amplitude * wk * d
@@ -303,9 +285,9 @@ def perturbed_problem(fp: FixedPoint, spectrum, eta, order: int, direction: str,
                 R[k, i, m] = base + Fraction(shift)
         for p, (i, j) in enumerate(iq):
             shift = amplitude * wk * rng.standard_normal() if direction == "generic" else 0.0
-            Q[k, i, j] = Q[k, j, i] = _fraction(fp.y_modes[k, n_r + p]) + Fraction(shift)
+            Q[k, i, j] = Q[k, j, i] = exact_fraction(fp.y_modes[k, n_r + p]) + Fraction(shift)
         for p, (n, m) in enumerate(iq):
-            T[k, n, m] = T[k, m, n] = _fraction(fp.T_modes[k, p])
+            T[k, n, m] = T[k, m, n] = exact_fraction(fp.T_modes[k, p])
     return Problem(SystemKey("erf", M, M), spectrum, Fraction(eta), order,
                    explicit_init("modes", R, Q, T))
 
@@ -415,7 +397,7 @@ def equal_students_plateau(M, spectrum, Tm, eta, order: int = 1, dps: int = 30, 
     n_q = M * (M + 1) // 2
     n = M * M + n_q
     with MpmathContext(dps) as ctx:
-        lam, w, _, _ = _numbers(spectrum, ctx)
+        lam, w, _, _ = spectrum_numbers(spectrum, ctx)
         iu = np.triu_indices(M)
         T_modes = np.array([[ctx.convert(Fraction(x) if not isinstance(x, mpmath.mpf) else x)
                              for x in np.asarray(Tm[k], dtype=object)[iu]] for k in range(L)],

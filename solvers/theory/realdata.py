@@ -194,7 +194,7 @@ def theory_on_spectrum(eigenvalues, init_modes, *, activation, K, M, eta, alphas
                        group_tol: float = 1e-6):
     """eps_g of the mode ODEs (float64) on the empirical spectrum, from per-direction overlaps."""
     from derive import spectra
-    from derive.hierarchy import SystemKey
+    from derive.keys import SystemKey
     from solvers.hierarchy.odes import integrate_problem
     from solvers.core.problem import Problem, explicit_init
     lam = np.asarray(eigenvalues, dtype=float)

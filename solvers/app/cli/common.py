@@ -31,3 +31,13 @@ def emit(result: dict, args) -> None:
         Path(args.output).write_text(text + "\n")
     if args.json or not args.output:
         sys.stdout.write(text + "\n")
+
+
+def spec_command(sub, name: str, func, text: str, spec_help: str = "SPEC.toml"):
+    """A subcommand that reads a spec and writes JSON (``-o FILE`` / ``--json``)."""
+    p = sub.add_parser(name, help=text)
+    p.add_argument("spec", help=spec_help)
+    p.add_argument("-o", "--output", help="write JSON here")
+    p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
+    p.set_defaults(func=func)
+    return p

@@ -20,11 +20,11 @@ from fractions import Fraction
 
 import mpmath
 
-_ROUTES = ("modes", "companion", "levels")
-_LINEAR_KEYS = ("route",)
+from solvers.app.cli.common import spec_command
 
-
-def _load(path, allowed=_LINEAR_KEYS):
+def _load(path):
+    """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
+    from solvers.app import sections
     from solvers.app.spec import SpecError, load_spec
     spec = load_spec(path, extra_sections=("linear",))
     name = spec.path
@@ -38,15 +38,7 @@ def _load(path, allowed=_LINEAR_KEYS):
     if t.init == "explicit":
         raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
-    extra = spec.extra.get("linear", {})
-    for k in extra:
-        if k not in allowed:
-            raise SpecError(f"{name}: [linear] unknown key '{k}' (allowed: {', '.join(allowed)})")
-    route = extra.get("route", "modes")
-    if route not in _ROUTES:
-        raise SpecError(f"{name}: [linear] route = {route!r} must be one of "
-                        f"{', '.join(repr(r) for r in _ROUTES)}")
-    return spec, route
+    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
 
 
 def curve_result(spec, route: str, progress=None) -> dict:
@@ -105,8 +97,8 @@ def window_result_of(spec) -> dict:
 
 def cmd_curve(args) -> int:
     from solvers.app.cli.common import emit
-    spec, route = _load(args.spec)
-    emit(curve_result(spec, route), args)
+    spec, options = _load(args.spec)
+    emit(curve_result(spec, options["route"]), args)
     return 0
 
 
@@ -119,9 +111,9 @@ def cmd_window(args) -> int:
 
 def cmd_feature_scaling(args) -> int:
     from solvers.app.cli.common import emit
-    from solvers.theory.feature_scaling import FEATURE_SCALING_KEYS, feature_scaling_result
-    spec, _ = _load(args.spec, allowed=FEATURE_SCALING_KEYS)
-    emit(feature_scaling_result(spec), args)
+    spec, options = _load(args.spec)
+    from solvers.theory.feature_scaling import feature_scaling_result
+    emit(feature_scaling_result(spec, options=options), args)
     return 0
 
 
@@ -132,8 +124,4 @@ def register(subparsers) -> None:
             ("curve", cmd_curve, "exact eps_g(alpha) at any learning rate"),
             ("window", cmd_window, "power-law window and local exponent"),
             ("feature-scaling", cmd_feature_scaling, "eps_g with N_l trainable directions")):
-        s = sub.add_parser(name, help=text)
-        s.add_argument("spec", help="SPEC.toml")
-        s.add_argument("-o", "--output", help="write JSON here")
-        s.add_argument("--json", action="store_true", help="write compact JSON to stdout")
-        s.set_defaults(func=func)
+        spec_command(sub, name, func, text)

@@ -25,26 +25,16 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.app.validate import MAX_DPS
-
-PLATEAU_KEYS = {"dps", "alpha0", "escape_fraction"}
-ASYMPTOTIC_KEYS = {"alpha0"}
-
-# "on the way to the plateau" at α_0: ε_g within 5 % of the symmetric plateau height and the
-# symmetry-breaking component below 1 % of R* (still in the linear regime of the escape)
-PLATEAU_EPS_TOL = 0.05
-PLATEAU_RHO_TOL = 0.01
+from solvers.app import sections
+from solvers.app.cli.common import spec_command
+from solvers.theory.plateau_length import level_one_R, plateau_length
 
 
 def register(sub) -> None:
     for name, result_of, text in (
             ("plateau", plateau_result, "symmetric plateau: fixed point, escape"),
             ("asymptotic", asymptotic_result, "linearised convergence near perfect learning")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("spec", help="SPEC.toml")
-        p.add_argument("-o", "--output", help="write JSON here")
-        p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
-        p.set_defaults(func=_command(result_of))
+        spec_command(sub, name, _command(result_of), text)
 
 
 # -- shared -----------------------------------------------------------------------------------
@@ -52,28 +42,6 @@ def register(sub) -> None:
 def _load(path):
     from solvers.app.spec import load_spec
     return load_spec(path, extra_sections=("plateau", "asymptotic"))
-
-
-def _section(spec, name, allowed):
-    from solvers.app.spec import SpecError
-    sec = dict(spec.extra.get(name, {}))
-    unknown = sorted(set(sec) - allowed)
-    if unknown:
-        raise SpecError(f"{spec.path}: unknown key [{name}] {unknown[0]} "
-                        f"(allowed: {', '.join(sorted(allowed))})")
-    return sec
-
-
-def _number(spec, name, key, value, *, integer=False, minimum=None, maximum=None):
-    from solvers.app.spec import SpecError
-    ok = isinstance(value, int) if integer else isinstance(value, (int, float))
-    if isinstance(value, bool) or not ok or not math.isfinite(value) or \
-            (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        what = "an integer" if integer else "a finite number"
-        bound = f" >= {minimum}" if minimum is not None else ""
-        bound += f"{' and' if bound else ''} <= {maximum}" if maximum is not None else ""
-        raise SpecError(f"{spec.path}: [{name}] {key} = {value!r} must be {what}{bound}")
-    return value
 
 
 def _check_model(spec):
@@ -92,7 +60,7 @@ def teacher_matrices(problem, dps=30):
     """(L, M, M) exact Fractions of the problem's teacher modes (binary values of the
     working-precision conversion when the spec gives levels)."""
     from solvers.core.numbers import MpmathContext
-    from solvers.theory.plateau import _fraction
+    from solvers.core.numbers import exact_fraction
     init = problem.init
     M = problem.key.M
     if init.basis == "modes":
@@ -104,7 +72,7 @@ def teacher_matrices(problem, dps=30):
         out = np.empty((problem.L, M, M), dtype=object)
         for k in range(problem.L):
             for p, (i, j) in enumerate(zip(*iu)):
-                out[k, i, j] = out[k, j, i] = _fraction(num.T_modes[k, p])
+                out[k, i, j] = out[k, j, i] = exact_fraction(num.T_modes[k, p])
         return out
 
 
@@ -113,9 +81,7 @@ def _grid(spec):
     return grid if grid[0] == 0 else [0.0] + list(grid)
 
 
-def _level1(states, lam, M):
-    v1 = np.array([np.asarray(lam, dtype=float) @ s for s in states])
-    return v1[:, :M * M].reshape(-1, M, M), v1
+_level1 = level_one_R
 
 
 # -- plateau ----------------------------------------------------------------------------------
@@ -125,14 +91,8 @@ def plateau_result(spec) -> dict:
                           plateau_height, to_float)
     from solvers.app.solve import problem_of
     _check_model(spec)
-    sec = _section(spec, "plateau", PLATEAU_KEYS)
-    dps = _number(spec, "plateau", "dps", sec.get("dps", 30), integer=True, minimum=15,
-                  maximum=MAX_DPS)
-    # a fraction of R*: beyond 1 the linear extrapolation means nothing (plateau_length)
-    frac = _number(spec, "plateau", "escape_fraction", sec.get("escape_fraction", 0.1),
-                   minimum=1e-12, maximum=1)
-    if sec.get("alpha0") is not None:
-        _number(spec, "plateau", "alpha0", sec["alpha0"], minimum=0)
+    sec = sections.read(spec, "plateau", sections.PLATEAU_SCHEMA)
+    dps = sec["dps"]
     problem = problem_of(spec)
     M = spec.model.M
     teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
@@ -164,71 +124,11 @@ def plateau_result(spec) -> dict:
         del out["tau_esc"]
         out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
         return out
-    length = plateau_length(spec, problem, out["eps_plateau"], R1, out["escape_rate"],
-                            sec.get("alpha0"), frac)
-    out.update(length)
-    return out
-
-
-def plateau_length(spec, problem, eps_star, R_star, rate, alpha0=None, fraction=0.1) -> dict:
-    """Plateau length from the spec's own trajectory (float64, modes basis).
-
-    The symmetry-breaking (specialisation) component ρ of R^(1) grows as e^{λ(α-α_0)} on the
-    plateau; on top of it sits a static offset (a random teacher's plateau is not exactly the
-    symmetric one).  Fit ρ(α) = a + b e^{λ(α-α_0)} over one escape time after α_0 with the
-    Jacobian's λ (linear least squares in a, b), and extrapolate to |ρ - a| = f R*:
-        α_P - α_0 = τ ln(f R* / |b|)    (the paper's Eq. 117 with τ(D - ln σ_J + ln N / 2)
-    replaced by this measured log-ratio; D itself is reported for random initial conditions).
-    The escape is declared at the fraction f = ``escape_fraction`` (default 0.1) of R*: up to
-    f ≈ 0.3 the extrapolation matches the ODE to the grid spacing (K = M = 2, L = 4); at
-    f = 1 (the paper's "R(α_P) = e R*" is of this size) the nonlinear saturation makes the
-    linear extrapolation ~25 % short, so the length would not be a property of τ_esc.
-    α_0 defaults to the first grid point with |ε_g - ε*| <= 5 % ε*.  Returns {} plus a note
-    when the trajectory is not on the way to the plateau.
-    """
-    from solvers.theory.asymptotic import mode_states
-    from solvers.theory.plateau import specialisation_component
-    M = spec.model.M
-    grid = _grid(spec)
-    tau = 1.0 / rate
-    if alpha0 is not None:
-        alpha0 = float(_number(spec, "plateau", "alpha0", alpha0, minimum=0))
-        grid = sorted(set(grid) | {alpha0})
-    states, eps = mode_states(problem, grid)
-    R1, _ = _level1(states, problem.numeric(_f64()).lam, M)
-    rho = specialisation_component(R1, M)
-    grid = np.asarray(grid)
-    if alpha0 is None:
-        near = np.flatnonzero(np.abs(eps - eps_star) <= PLATEAU_EPS_TOL * eps_star)
-        if near.size == 0:
-            return {"plateau_length_note": "the trajectory does not reach the plateau "
-                    f"(|eps_g - eps*| > {PLATEAU_EPS_TOL:g} eps* on the whole grid)"}
-        alpha0 = float(grid[near[0]])
-    i0 = int(np.flatnonzero(grid == alpha0)[0])
-    if abs(eps[i0] - eps_star) > PLATEAU_EPS_TOL * eps_star or \
-            abs(rho[i0]) > PLATEAU_RHO_TOL * R_star:
-        return {"plateau_length_note": f"alpha0 = {alpha0:g} is not on the plateau "
-                f"(eps_g = {eps[i0]:.4g}, eps* = {eps_star:.4g}, rho = {rho[i0]:.3g})"}
-    # the fit stretch: one escape time, on a fine grid of its own (the spec's may be coarse)
-    fit = np.linspace(alpha0, alpha0 + tau, 21)
-    fstates, _ = mode_states(problem, [0.0] + list(fit))
-    fR1, _ = _level1(fstates[1:], problem.numeric(_f64()).lam, M)
-    frho = specialisation_component(fR1, M)
-    X = np.stack([np.ones_like(fit), np.exp((fit - alpha0) / tau)], axis=1)
-    (a, b), *_ = np.linalg.lstsq(X, frho, rcond=None)
-    if abs(b) < 1e-300 or not np.isfinite(b):
-        return {"plateau_length_note": "no growing symmetry-breaking component "
-                "(a symmetric initial condition never escapes)"}
-    length = tau * math.log(fraction * R_star / abs(b))
-    out = {"plateau_length": length, "alpha0": alpha0, "escape_fraction": fraction,
-           "rho_alpha0": float(b), "rho_offset": float(a)}
-    # the escape as seen on the spec's grid: first α with |ρ - a| >= f R*
-    hit = np.flatnonzero((np.abs(rho - a) >= fraction * R_star) & (grid > alpha0))
-    if hit.size:
-        out["plateau_length_ode"] = float(grid[hit[0]] - alpha0)
     tr = spec.training
-    if tr.init == "random" and spec.data.N:
-        out["D"] = length / tau + math.log(float(tr.sigma_J)) - 0.5 * math.log(spec.data.N)
+    length = plateau_length(problem, _grid(spec), out["eps_plateau"], R1, out["escape_rate"],
+                            sec["alpha0"], sec["escape_fraction"],
+                            sigma_J=tr.sigma_J if tr.init == "random" else None, N=spec.data.N)
+    out.update(length)
     return out
 
 
@@ -243,12 +143,11 @@ def asymptotic_result(spec) -> dict:
     from solvers.theory.asymptotic import FullLinearisation, matched_permutation, mode_states
     from solvers.app.solve import problem_of
     _check_model(spec)
-    sec = _section(spec, "asymptotic", ASYMPTOTIC_KEYS)
+    sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
     problem = problem_of(spec)
     M = spec.model.M
     grid = _grid(spec)
-    alpha0 = float(_number(spec, "asymptotic", "alpha0", sec.get("alpha0", spec.solve.alpha_grid()[0]),
-                           minimum=0))
+    alpha0 = sec["alpha0"] if sec["alpha0"] is not None else float(spec.solve.alpha_grid()[0])
     if alpha0 >= grid[-1]:
         raise ValueError(f"{spec.path}: [asymptotic] alpha0 = {alpha0:g} must be below the "
                          f"last grid point {grid[-1]:g}")

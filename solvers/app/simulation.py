@@ -1,0 +1,67 @@
+"""The ``[simulate]`` section and the arguments a spec gives ``solvers.sim.simulate``.
+
+Shared by the ``simulate`` subcommand (``solvers.app.cli.simulate``) and sweeps
+(``solvers.app.sweep``); it lives outside the CLI so that neither imports the other's module.
+"""
+from __future__ import annotations
+
+from solvers.app import sections
+from solvers.app.sections import SIMULATE_SCHEMA
+
+SIMULATE_KEYS = tuple(SIMULATE_SCHEMA)
+
+
+def simulate_options(spec) -> dict:
+    """The validated ``[simulate]`` section: seeds, n_jobs, n_trainable, untrainable, eps_holdout,
+    generator."""
+    opts = sections.read(spec, "simulate", SIMULATE_SCHEMA)
+    opts["seeds"] = list(opts["seeds"]) if opts["seeds"] is not None else [spec.training.seed]
+    N = spec.data.N
+    if opts["n_trainable"] is not None and opts["n_trainable"] > (N or 0):
+        raise sections.error(spec, "simulate", f"n_trainable = {opts['n_trainable']} must be "
+                                              f"an integer between 1 and N = {N}")
+    if spec.training.init != "random":
+        raise sections.error(spec, "training", f"simulate needs training.init = \"random\" "
+                                              f"(got {spec.training.init!r}): a simulation "
+                                              f"starts from drawn weights")
+    from solvers.app.spec import SpecError
+    from solvers.app.validate import check_simulation_steps
+    try:        # step count (int64) and time estimate, before the simulator is called
+        check_simulation_steps(spec.solve.alpha_grid(), N, len(opts["seeds"]))
+    except ValueError as e:
+        raise SpecError(f"{spec.path}: {e}") from None
+    return opts
+
+
+def eigenvalues_of(spec) -> list[float]:
+    """The spectrum the ODEs use (``solve.spectrum_of``), descending, as float64.
+
+    Computed here with mpmath at 40 digits and rounded once, rather than through the SymPy
+    spectrum: importing SymPy would cost this command about a second of start-up, which is as
+    long as a million SGD steps.  The values are the correctly rounded eigenvalues; the ODE side
+    rounds SymPy's evaluation of the same exact numbers, so the two agree to an ulp (checked in
+    tests/test_cli_simulate.py).
+    """
+    import mpmath
+    from fractions import Fraction
+    d = spec.data
+    with mpmath.workdps(40):
+        if d.eigenvalues is not None:
+            lam = [mpmath.mpf(Fraction(v).numerator) / Fraction(v).denominator
+                   for v in d.eigenvalues]
+        else:
+            beta = Fraction(d.beta)
+            e = -(1 + mpmath.mpf(beta.numerator) / beta.denominator)
+            raw = [mpmath.mpf(l) ** e for l in range(1, d.L + 1)]
+            lam = [d.L * r / mpmath.fsum(raw) for r in raw]
+        return sorted((float(v) for v in lam), reverse=True)
+
+
+def simulate_kwargs(spec, options: dict) -> dict:
+    """Arguments of ``solvers.sim.simulate.simulate`` (all but seed) for a spec."""
+    m, d, t = spec.model, spec.data, spec.training
+    return dict(activation=m.activation, K=m.K, M=m.M, N=d.N, eta=float(t.eta),
+                sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
+                eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
+                n_trainable=options["n_trainable"], untrainable=options["untrainable"],
+                eps_holdout=options["eps_holdout"], generator=options["generator"])

@@ -1,0 +1,149 @@
+"""The level and modes systems, assembled once from any generated module.
+
+A generated module (``solvers/generated``, printed by ``derive/codegen.py``) holds what the
+derivation produces: the state layout, the index tables and the coefficient functions of the
+split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1).  :class:`System` puts the
+systems together from them (numpy backend: float64 arrays or object arrays of mpf / arb):
+
+* levels: rows l = 0..L-1, next level from the rows above and the Cayley–Hamilton closure
+  X^(L) = -Σ_j c_j X^(j);
+* modes: rows k, next level λ_k X_k, forcing w_k λ_k;
+* the Jacobians of both by the flattened state.
+
+Arguments (as in DESIGN.md §1): y (L, N_STATE); levels: T (L, N_TEACHER) teacher levels 1..L,
+c = (c_0..c_(L-1)), nu = (ν_1..ν_L); modes: T the teacher modes, lam the eigenvalues, w the
+direction fractions; e2 = η² for the order-2 system, 0 for order 1; ctx the number context
+(unused by float64 modules).  The arb_mat backend of the same algebra is
+:mod:`solvers.core.arb_rhs`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_TABLES = ("ACTIVATION", "K", "M", "N_STATE", "N_TEACHER", "STATE", "TEACHER",
+           "A_INDEX", "F_INDEX", "DA_INDEX", "DF_INDEX")
+
+
+class System:
+    """A generated module's coefficients with the level / modes assembly around them."""
+
+    def __init__(self, module, ctx=None):
+        self.module, self.ctx = module, ctx        # ctx: used when a call passes none
+        for name in _TABLES:
+            setattr(self, name, getattr(module, name))
+        n = self.N_STATE
+        f_pos = {s: len(self.A_INDEX) + j for j, s in enumerate(self.F_INDEX)}
+        # per output component s: the a entries (k, t) of its row, and the position of f_s
+        self._rows = [([(k, t) for k, (ss, t) in enumerate(self.A_INDEX) if ss == s],
+                       f_pos.get(s)) for s in range(n)]
+
+    def __repr__(self):
+        return f"System({self.module.__name__}, {getattr(self.ctx, 'name', None)})"
+
+    def coefficients(self, v1, t1, eta, ctx=None):
+        """Nonzero a entries (A_INDEX order) then f entries (F_INDEX order)."""
+        return self.module.coefficients(v1, t1, eta, self.ctx if ctx is None else ctx)
+
+    def coefficient_derivatives(self, v1, t1, eta, ctx=None):
+        """d a / d v1 (DA_INDEX order) then d f / d v1 (DF_INDEX order)."""
+        return self.module.coefficient_derivatives(v1, t1, eta, self.ctx if ctx is None else ctx)
+
+    def eps_g(self, v1, t1, ctx=None):
+        """ε_g of the level-1 state and teacher (vectorises over arrays in float64)."""
+        return self.module.eps_g(v1, t1, self.ctx if ctx is None else ctx)
+
+    # -- building blocks ----------------------------------------------------------------------
+
+    @staticmethod
+    def closure(y, c):
+        """Levels 1..L of the state; level L from Cayley–Hamilton, X^(L) = -Σ_j c_j X^(j)."""
+        top = -(c @ y)
+        return np.concatenate([y[1:], top[None, :]], axis=0)
+
+    def combine(self, co, nxt, nuv, e2, out):
+        """out[:, s] = Σ_t a_st nxt[:, t] + e2 f_s nuv over the rows (levels or modes)."""
+        for s, (terms, kf) in enumerate(self._rows):
+            acc = None
+            for k, t in terms:
+                term = co[k] * nxt[:, t]
+                acc = term if acc is None else acc + term
+            if kf is not None:
+                term = e2 * co[kf] * nuv
+                acc = term if acc is None else acc + term
+            out[:, s] = acc if acc is not None else 0 * nuv
+        return out
+
+    def a_state(self, co, dtype):
+        """a restricted to the state columns, as an (N_STATE, N_STATE) array."""
+        A = np.zeros((self.N_STATE, self.N_STATE), dtype=dtype)
+        for k, (s, t) in enumerate(self.A_INDEX):
+            if t < self.N_STATE:
+                A[s, t] = co[k]
+        return A
+
+    def _g(self, dco, nxt, nuv, e2, dtype):
+        """G[r, s, u] = d(out[r, s]) / d(v1[u]) at fixed next level: rows r over levels/modes."""
+        n = self.N_STATE
+        G = np.zeros((nxt.shape[0], n, n), dtype=dtype)
+        for k, (ka, u) in enumerate(self.DA_INDEX):
+            s, t = self.A_INDEX[ka]
+            G[:, s, u] += dco[k] * nxt[:, t]
+        nf = len(self.DA_INDEX)
+        for k, (kf, u) in enumerate(self.DF_INDEX):
+            G[:, self.F_INDEX[kf], u] += e2 * dco[nf + k] * nuv
+        return G
+
+    # -- the two bases ------------------------------------------------------------------------
+
+    def rhs_levels(self, y, T, c, nu, eta, e2, ctx=None):
+        """d y / d alpha in the level basis; y (L, N_STATE), T (L, N_TEACHER), c (L,), nu (L,)."""
+        nx = self.closure(y, c)
+        co = self.coefficients(nx[0], T[0], eta, ctx)
+        nxt = np.concatenate([nx, T], axis=1)
+        return self.combine(co, nxt, nu, e2, np.empty_like(y))
+
+    def jac_levels(self, y, T, c, nu, eta, e2, ctx=None):
+        """Jacobian of rhs_levels by y (flattened level-major), shape (L*N_STATE, L*N_STATE)."""
+        L, n = y.shape
+        nx = self.closure(y, c)
+        co = self.coefficients(nx[0], T[0], eta, ctx)
+        dco = self.coefficient_derivatives(nx[0], T[0], eta, ctx)
+        nxt = np.concatenate([nx, T], axis=1)
+        A = self.a_state(co, y.dtype)
+        G = self._g(dco, nxt, nu, e2, y.dtype)
+        J = np.zeros((L * n, L * n), dtype=y.dtype)
+        for l in range(L):
+            rows = slice(l * n, (l + 1) * n)
+            if l + 1 < L:
+                J[rows, (l + 1) * n:(l + 2) * n] += A
+            else:
+                for j in range(L):
+                    J[rows, j * n:(j + 1) * n] -= c[j] * A
+            if L >= 2:
+                J[rows, n:2 * n] += G[l]
+            else:
+                J[rows, 0:n] -= c[0] * G[l]
+        return J
+
+    def rhs_modes(self, y, T, lam, w, eta, e2, ctx=None):
+        """d y / d alpha in the modes basis; y (L, N_STATE), T (L, N_TEACHER), lam, w (L,)."""
+        co = self.coefficients(lam @ y, lam @ T, eta, ctx)
+        nxt = lam[:, None] * np.concatenate([y, T], axis=1)
+        return self.combine(co, nxt, w * lam, e2, np.empty_like(y))
+
+    def jac_modes(self, y, T, lam, w, eta, e2, ctx=None):
+        """Jacobian of rhs_modes by y (flattened mode-major), shape (L*N_STATE, L*N_STATE)."""
+        L, n = y.shape
+        v1, t1 = lam @ y, lam @ T
+        co = self.coefficients(v1, t1, eta, ctx)
+        dco = self.coefficient_derivatives(v1, t1, eta, ctx)
+        nxt = lam[:, None] * np.concatenate([y, T], axis=1)
+        A = self.a_state(co, y.dtype)
+        G = self._g(dco, nxt, w * lam, e2, y.dtype)
+        J = np.zeros((L * n, L * n), dtype=y.dtype)
+        for k in range(L):
+            rows = slice(k * n, (k + 1) * n)
+            J[rows, k * n:(k + 1) * n] += lam[k] * A
+            for j in range(L):
+                J[rows, j * n:(j + 1) * n] += lam[j] * G[k]
+        return J

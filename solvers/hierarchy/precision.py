@@ -1,0 +1,155 @@
+"""The precision policy: one place decides the arithmetic, the integrator, the digits and how a
+result is verified, for ``solve``, the level and mode runs, and the linear routes.
+
+Route of ``dps`` (``[solve] dps`` in the spec):
+
+    SolveSpec.dps ─► solvers.app.solve.run ─► plan(basis, dps, digits, L)   (this module)
+        ─► Plan(arithmetic, integrator, dps, rtol, verify)
+        ─► solvers.hierarchy.odes.solve: integrate_problem(…, dps) / solve_auto
+        ─► numbers.context(arithmetic, dps): ``with ctx`` scopes the precision
+        ─► NumericProblem (spectrum, state at that precision) and the right-hand side,
+           whose row-independent scalars run in ``ctx.workdps(short_dps(rtol, dps))``
+        ─► the integrator (solvers.integrators.rk78), same context.
+
+``settle`` is the one verification loop: a second run with more digits (and, for ODE runs, a
+100x tighter tolerance) must agree with the first to the requested digits, else the precision
+is raised.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import mpmath
+
+from solvers.core.numbers import to_mpf
+
+# float64 runs are checked by a second run at 100x tighter tolerance; below rtol ~ 1e-15 the
+# rounding of float64 itself dominates, so the first run sits at 1e-13 (~9 digits of eps_g).
+FLOAT64_MAX_DIGITS = 9
+FLOAT64_RTOL = 1e-13
+
+
+class PrecisionLost(RuntimeError):
+    """A result would have fewer correct digits than asked for."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one solve runs.
+
+    verify: "fixed" (a run at a fixed dps, verified by a second run or refused:
+    ``hierarchy.verify.run_fixed_dps``), "float64" (a float64 modes run screened the same way:
+    ``verify_float64``), "none" (one unverified run), "modes" (a float64 level run checked against the
+    modes basis), "tighter" (a float64 run checked by a second one at 100x tighter tolerance,
+    falling back to ``fallback`` when they disagree), "settle" (raise the precision until two
+    runs agree, starting at ``dps``).
+    """
+
+    arithmetic: str            # "float64" | "flint"
+    integrator: str            # "rk78" (the choice point of choose_integrator)
+    dps: int | None
+    rtol: float
+    verify: str
+    fallback: "Plan | None" = None
+
+
+def choose_integrator(basis: str, arithmetic: str, digits: int, L: int) -> str:
+    """The integrator for a run.  Today the embedded RK7(8) everywhere; a high-order (Taylor)
+    integrator for many digits is to be chosen here."""
+    return "rk78"
+
+
+def plan(basis: str, dps, digits: int, L: int) -> Plan:
+    """The precision policy of ``[solve] dps``:
+
+    * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
+      agree on ``digits`` significant digits of ε_g; modes basis -> float64 when ``digits`` <=
+      FLOAT64_MAX_DIGITS (checked by a 100x tighter second run), arbitrary precision otherwise.
+    * an integer: one arbitrary-precision run at that many digits.
+    * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
+      and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
+    """
+    def pick(arithmetic):
+        return choose_integrator(basis, arithmetic, digits, L)
+
+    if dps == "float64":
+        return Plan("float64", pick("float64"), None, default_rtol(digits),
+                    "modes" if basis == "levels" else "float64")
+    if dps == "auto":
+        settle_plan = Plan("flint", pick("flint"), estimated_dps(L, digits, basis),
+                           default_rtol(digits), "settle")
+        if basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
+            return Plan("float64", pick("float64"), None, FLOAT64_RTOL, "tighter", settle_plan)
+        return settle_plan
+    return Plan("flint", pick("flint"), int(dps), default_rtol(digits), "fixed")
+
+
+def default_rtol(digits: int) -> float:
+    """Integration tolerance on the order parameters for ``digits`` digits of ε_g.
+
+    ε_g is a small difference of O(1) order parameters (ε_g ~ 1e-3 .. 1e-4 once learning has
+    started), so about four digits cancel; one more is margin.  The auto modes verify it.
+    """
+    return 10.0 ** -(digits + 5)
+
+
+def estimated_dps(L: int, digits: int, basis: str) -> int:
+    """Starting precision for the level basis: the closure costs digits growing with L.
+
+    Measured for the linear K=M=1 system (DESIGN.md §6, Taylor route) as about 2.6 L digits on
+    top of the ones wanted; the auto mode verifies and raises it if needed.
+    """
+    if basis == "modes":
+        return digits + 10
+    return digits + 10 + int(math.ceil(2.6 * L))
+
+
+def short_dps(rtol, dps: int) -> int:
+    """Digits for the quantities shared by every level row — the generated coefficients of the
+    level-1 state and the Runge–Kutta scalars h·a_ij — with ``matrix_rhs``.  Their rounding
+    perturbs the dynamics the same way in every row, so it is not amplified by the closure:
+    it only has to sit well below the tolerance (15 digits of margin: ε_g is a difference of
+    O(1) numbers, and the perturbation acts over the whole run)."""
+    digits = -math.log10(float(Fraction(str(rtol)))) if float(rtol) > 0 else dps
+    return int(min(dps, max(30, math.ceil(digits) + 15)))
+
+
+def agreement_digits(a, b) -> float:
+    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare)."""
+    worst = math.inf
+    for x, y in zip(a, b):
+        x, y = to_mpf(x), to_mpf(y)
+        scale = max(abs(x), abs(y))
+        if scale == 0:
+            continue
+        diff = mpmath.fsub(x, y, exact=True)
+        if diff != 0:
+            worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
+    return worst
+
+
+def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
+           what: str = "eps_g"):
+    """Raise the precision until two runs agree to ``digits`` significant digits.
+
+    ``run(dps, tighter)`` computes at ``dps`` digits (``tighter``: the checking run, which ODE
+    runs also give a 100x tighter tolerance); ``values(result)`` is the sequence compared.
+    After a failed round the precision grows by a quarter (by half again when fewer than half
+    the digits agreed).  ``fixed``: only the one given ``dps`` is tried.
+    Returns (checking run, its dps, the dps it was checked against, agreeing digits).
+    """
+    first = run(dps, False)
+    for _ in range(max_rounds):
+        dps2 = dps + max(10, dps // 4)
+        second = run(dps2, True)
+        agree = agreement_digits(values(first), values(second))
+        if agree >= digits:
+            return second, dps2, dps, agree
+        if fixed:
+            break
+        first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
+        if dps != dps2:
+            first = run(dps, False)
+    raise PrecisionLost(f"{what} did not settle to {digits} digits up to dps = {dps}")

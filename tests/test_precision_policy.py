@@ -1,0 +1,56 @@
+"""The precision policy (solvers.hierarchy.precision) and the scoped precision of the contexts."""
+import flint
+import mpmath
+import pytest
+
+from solvers.core.numbers import context
+from solvers.hierarchy import precision
+
+
+def test_plan_follows_the_documented_policy():
+    p = precision.plan("levels", "auto", 12, 64)
+    assert (p.arithmetic, p.verify, p.dps) == ("flint", "settle", precision.estimated_dps(64, 12, "levels"))
+    p = precision.plan("modes", "auto", 8, 64)          # few digits: float64, checked, else flint
+    assert (p.arithmetic, p.verify, p.rtol) == ("float64", "tighter", precision.FLOAT64_RTOL)
+    assert p.fallback.verify == "settle" and p.fallback.arithmetic == "flint"
+    assert precision.plan("modes", "auto", 12, 64).arithmetic == "flint"
+    p = precision.plan("levels", "float64", 6, 16)
+    assert (p.arithmetic, p.verify) == ("float64", "modes")
+    p = precision.plan("levels", 80, 20, 16)
+    assert (p.arithmetic, p.dps, p.verify, p.rtol) == ("flint", 80, "none", precision.default_rtol(20))
+    for p in (precision.plan(b, d, 10, 8) for b in ("levels", "modes") for d in ("auto", 40, "float64")):
+        assert p.integrator == "rk78"
+
+
+def test_settle_raises_precision_until_two_runs_agree():
+    calls = []
+
+    def run(dps, tighter):          # a "computation" with 10^-(dps/2) error: needs dps >= 2 digits
+        calls.append(dps)
+        with mpmath.workdps(dps + 10):
+            return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
+
+    second, dps2, dps1, agree = precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    assert agree >= 20 and dps2 > dps1 >= 20 and calls[0] == 20
+    with pytest.raises(precision.PrecisionLost):
+        precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
+
+
+@pytest.mark.parametrize("kind", ["flint", "mpmath"])
+def test_precision_is_scoped_and_restored(kind):
+    """workdps / extradps nest inside the context's own scope; everything is restored, also
+    when the block raises (flint's precision is process-wide)."""
+    digits = (lambda: flint.ctx.dps) if kind == "flint" else (lambda: mpmath.mp.dps)
+    before = (flint.ctx.prec, mpmath.mp.prec)
+    with context(kind, 60) as ctx:
+        assert digits() == 60
+        with ctx.workdps(30):
+            assert digits() == 30
+        with pytest.raises(ZeroDivisionError):
+            with ctx.extradps(10):
+                assert digits() == 70
+                1 / 0
+        assert digits() == 60
+    assert (flint.ctx.prec, mpmath.mp.prec) == before
+    with context("float64") as f, f.workdps(100):
+        assert f.dps == 15                 # float64 has no precision to set
