@@ -11,6 +11,9 @@ the standard error over all chains of all data sets (instances × chains, so it 
 between-chain and the data-set-to-data-set spread at this d) and 1/√d = 0.158 is the O(1/√d)
 finite-size allowance (the theory is a d → ∞ statement; the norms |w|²/d alone fluctuate by
 √(2/d) = 0.22 per unit, and q enters the free energy at O(1)).
+Run length: 600 warm-up + 600 kept HMC iterations (second half averaged); a 4-chain trace at
+n/d = 5.2 from the uninformed start was still drifting after 300 + 300 (q₁ of one chain
+0.39 → 1.07 between the first and third block of 150), so 300 + 300 is not enough.
 """
 import math
 import os
@@ -80,7 +83,7 @@ def test_hmc_against_fixed_point_d40():
     tol_fs = 1 / math.sqrt(D)
     failures, rows = [], []
     for j, s in enumerate(pts):
-        m = S.measure(D, K, s, DELTA, BETA, instances=4, chains=2, warmup=300, samples=300,
+        m = S.measure(D, K, s, DELTA, BETA, instances=4, chains=2, warmup=600, samples=600,
                       seed=100 + j)
         for start in ("informed", "uninformed"):
             th = curve(st, n_over_d=[m["n_over_d"]], selection=start)

@@ -103,6 +103,13 @@ def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 2
     from scipy.optimize import linear_sum_assignment
 
     rng = np.random.default_rng() if rng is None else rng
+    with np.errstate(over="ignore", invalid="ignore"):
+        # early warm-up steps may overshoot to inf; those proposals are rejected (logr = −inf)
+        return _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress,
+                    linear_sum_assignment)
+
+
+def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment):
     W = np.array(W0, float)
     c, k, d = W.shape
     U, grad = potential(W, data)
