@@ -1,0 +1,209 @@
+"""Posterior sampling of the teacher weights: a finite-size check of the fixed point.
+
+Model (exactly the one the fixed point describes, cubic case): x ~ N(0, I_d),
+y = Σ_{i≤k} v_i σ(w_i·x/√d) + √Δ ξ with σ = He₃/√6 (μ₃ = √6, g_σ(x) = x³), readouts v known
+(v_i² ∝ i^(−2β), Σ v_i² = 1, v_i > 0), prior w_i ~ N(0, I_d), n samples.  The posterior over
+W ∈ R^{k×d} is sampled with Hamiltonian Monte Carlo, all chains vectorised in numpy.
+
+Definitions matched to the theory: its q_i enters as the argument of g_σ and through the Gaussian
+prior term ½[q + ln(1−q)], so q_i is the overlap of the weight vectors themselves,
+q_i = w_i·w_i*/d (not ρ³: g(q) = q³ is the overlap of the ℓ = 3 part).  With distinct known
+readouts the units are not exchangeable, so unit i is compared with teacher unit i; the
+Hungarian-matched overlap is returned as a diagnostic only.  The Gibbs error of a posterior
+sample is E_x (f_W(x) − f*(x))² computed in closed form (below); under the Nishimori identity it
+is 2 ε^BO.
+
+Closed kernel for σ = He₃/√6 at arbitrary norms: with A = |a|²/d, B = |b|²/d, C = a·b/d,
+E σ(a·x/√d) σ(b·x/√d) = C³ + (3/2) C (A−1)(B−1)  (Isserlis; the second term is the
+finite-d leak of the norm fluctuations into the linear Hermite mode).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SQ6 = math.sqrt(6.0)
+
+
+def sigma(z):
+    return (z * z * z - 3.0 * z) / SQ6
+
+
+def dsigma(z):
+    return (3.0 * z * z - 3.0) / SQ6
+
+
+def readouts(k: int, beta: float) -> np.ndarray:
+    v2 = np.arange(1, k + 1, dtype=float) ** (-2.0 * beta)
+    return np.sqrt(v2 / v2.sum())
+
+
+def kernel(a, b):
+    """E_x σ(a·x/√d) σ(b·x/√d) for rows a (…, k, d), b (…, k', d): array (…, k, k')."""
+    d = a.shape[-1]
+    A = np.einsum("...id,...id->...i", a, a) / d
+    B = np.einsum("...id,...id->...i", b, b) / d
+    C = a @ np.swapaxes(b, -1, -2) / d
+    return C ** 3 + 1.5 * C * (A[..., :, None] - 1.0) * (B[..., None, :] - 1.0)
+
+
+def gen_error(W, Wt, v):
+    """E_x (f_W(x) − f*(x))² for W of shape (…, k, d) against the teacher Wt (k, d)."""
+    Kww = kernel(W, W)
+    Kwt = kernel(W, np.broadcast_to(Wt, W.shape))
+    Ktt = kernel(Wt, Wt)
+    return (np.einsum("i,...ij,j->...", v, Kww, v) - 2 * np.einsum("i,...ij,j->...", v, Kwt, v)
+            + v @ Ktt @ v)
+
+
+@dataclass
+class Data:
+    X: np.ndarray        # (n, d)
+    y: np.ndarray        # (n,)
+    Wt: np.ndarray       # (k, d) teacher
+    v: np.ndarray        # (k,)
+    Delta: float
+
+
+def make_data(d: int, k: int, n: int, Delta: float, beta: float, rng) -> Data:
+    Wt = rng.standard_normal((k, d))
+    v = readouts(k, beta)
+    X = rng.standard_normal((n, d))
+    y = sigma(X @ Wt.T / math.sqrt(d)) @ v + math.sqrt(Delta) * rng.standard_normal(n)
+    return Data(X, y, Wt, v, float(Delta))
+
+
+def potential(W, data: Data):
+    """U(W) = −log posterior (up to a constant) and its gradient, vectorised over chains (c, k, d)."""
+    d = data.X.shape[1]
+    H = np.einsum("nd,ckd->cnk", data.X, W) / math.sqrt(d)
+    r = sigma(H) @ data.v - data.y                              # (c, n)
+    U = 0.5 * np.sum(W * W, axis=(1, 2)) + 0.5 * np.sum(r * r, axis=1) / data.Delta
+    G = (r[:, :, None] * dsigma(H)) * data.v                    # (c, n, k)
+    grad = W + np.einsum("cnk,nd->ckd", G, data.X) / (math.sqrt(d) * data.Delta)
+    return U, grad
+
+
+@dataclass
+class Run:
+    overlaps: np.ndarray          # (samples, chains, k): w_i·w_i*/d, unit i vs teacher i
+    overlaps_matched: np.ndarray  # (samples, chains, k): after Hungarian matching on |overlap|
+    gibbs: np.ndarray             # (samples, chains)
+    cosine: np.ndarray            # (samples, chains, k): w_i·w_i*/(|w_i||w_i*|), diagnostic
+    accept: float
+    step: np.ndarray              # final step size per chain
+    info: dict = field(default_factory=dict)
+
+
+def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 20,
+        target: float = 0.8, thin: int = 1, rng=None, progress=None) -> Run:
+    """HMC with per-chain step sizes tuned during warm-up (dual averaging on log step)."""
+    from scipy.optimize import linear_sum_assignment
+
+    rng = np.random.default_rng() if rng is None else rng
+    with np.errstate(over="ignore", invalid="ignore"):
+        # early warm-up steps may overshoot to inf; those proposals are rejected (logr = −inf)
+        return _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress,
+                    linear_sum_assignment)
+
+
+def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment):
+    W = np.array(W0, float)
+    c, k, d = W.shape
+    U, grad = potential(W, data)
+    logeps = np.full(c, math.log(0.01))
+    logbar = logeps.copy()
+    hbar = np.zeros(c)
+    mu = math.log(10 * 0.01)
+    ov, ovm, gib, cs = [], [], [], []
+    acc_total = 0.0
+    for it in range(warmup + samples * thin):
+        eps = np.exp(logeps if it < warmup else logbar)
+        # jitter the trajectory length so that HMC does not lock onto a resonance
+        L = int(rng.integers(max(1, leapfrog // 2), leapfrog + 1))
+        p = rng.standard_normal(W.shape)
+        K0 = 0.5 * np.sum(p * p, axis=(1, 2))
+        Wn, gn = W.copy(), grad
+        e = eps[:, None, None]
+        p = p - 0.5 * e * gn
+        for j in range(L):
+            Wn = Wn + e * p
+            Un, gn = potential(Wn, data)
+            if j < L - 1:
+                p = p - e * gn
+        p = p - 0.5 * e * gn
+        K1 = 0.5 * np.sum(p * p, axis=(1, 2))
+        logr = (U + K0) - (Un + K1)
+        logr = np.where(np.isfinite(logr), logr, -np.inf)
+        a = np.exp(np.minimum(0.0, logr))
+        take = np.log(rng.random(c)) < logr
+        W = np.where(take[:, None, None], Wn, W)
+        U = np.where(take, Un, U)
+        grad = np.where(take[:, None, None], gn, grad)
+        if it < warmup:
+            m = it + 1
+            hbar = (1 - 1 / (m + 10)) * hbar + (target - a) / (m + 10)
+            logeps = mu - math.sqrt(m) / 0.05 * hbar
+            w = m ** -0.75
+            logbar = w * logeps + (1 - w) * logbar
+        else:
+            acc_total += a.mean()
+            if (it - warmup) % thin == thin - 1:
+                o = W @ data.Wt.T / d                              # (c, k, k)
+                ov.append(np.einsum("cii->ci", o).copy())
+                cs.append(ov[-1] * d / np.sqrt(np.sum(W * W, axis=2)
+                                               * np.sum(data.Wt ** 2, axis=1)))
+                om = np.empty((c, k))
+                for ch in range(c):
+                    rows, cols = linear_sum_assignment(-np.abs(o[ch]))
+                    om[ch, cols] = o[ch, rows, cols]
+                ovm.append(om)
+                gib.append(gen_error(W, data.Wt, data.v))
+        if progress:
+            progress(1)
+    return Run(np.array(ov), np.array(ovm), np.array(gib), np.array(cs), acc_total / max(samples * thin, 1),
+               np.exp(logbar))
+
+
+def starts(data: Data, chains: int, informed: bool, rng) -> np.ndarray:
+    k, d = data.Wt.shape
+    if informed:
+        return np.broadcast_to(data.Wt, (chains, k, d)).copy()
+    return rng.standard_normal((chains, k, d))
+
+
+def measure(d: int, k: int, n_over_d: float, Delta: float = 0.1, beta: float = 1.0,
+            instances: int = 4, chains: int = 2, warmup: int = 400, samples: int = 400,
+            leapfrog: int = 20, seed: int = 0, progress=None) -> dict:
+    """Both starts on `instances` independent data sets (teacher, X, noise), `chains` each.
+
+    Returns per start: the mean over the second half of the samples of q_i (i = 1..k) and of the
+    Gibbs error / 2, per chain (instances × chains), so that error bars can be formed."""
+    rng = np.random.default_rng(seed)
+    n = int(round(n_over_d * d))
+    out = {"d": d, "k": k, "n": n, "n_over_d": n / d, "Delta": Delta, "beta": beta}
+    for informed in (True, False):
+        q, qm, g, acc, cs = [], [], [], [], []
+        for _ in range(instances):
+            data = make_data(d, k, n, Delta, beta, rng)
+            run = hmc(data, starts(data, chains, informed, rng), warmup=warmup,
+                      samples=samples, leapfrog=leapfrog, rng=rng, progress=progress)
+            h = samples // 2
+            q.append(run.overlaps[h:].mean(axis=0))
+            qm.append(run.overlaps_matched[h:].mean(axis=0))
+            cs.append(run.cosine[h:].mean(axis=0))
+            g.append(run.gibbs[h:].mean(axis=0) / 2)
+            acc.append(run.accept)
+        key = "informed" if informed else "uninformed"
+        out[key] = {"q": np.concatenate(q), "q_matched": np.concatenate(qm),
+                    "cosine": np.concatenate(cs),
+                    "gibbs_half": np.concatenate(g), "accept": float(np.mean(acc))}
+    return out
+
+
+def summary(x: np.ndarray):
+    """Mean and standard error over the leading axis (chains across instances)."""
+    x = np.asarray(x, float)
+    return x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
