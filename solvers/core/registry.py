@@ -55,7 +55,7 @@ def cache_dir() -> Path:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "hierarchy.py", "integrals.py"):
+    for name in ("codegen.py", "hierarchy.py", "integrals.py", "taylor.py"):
         h.update((derive_dir / name).read_bytes())
     return h.hexdigest()[:12]
 
@@ -64,7 +64,7 @@ _loaded: dict = {}
 
 
 def load(key: SystemKey, target: str):
-    """The generated module for ``key`` and ``target`` (``"mpmath"`` or ``"numpy"``)."""
+    """The generated module for ``key`` and ``target`` (``"mpmath"``, ``"numpy"`` or ``"taylor"``)."""
     name = codegen.module_name(key, target)
     if (key, target) in _loaded:
         return _loaded[key, target]

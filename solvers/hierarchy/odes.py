@@ -68,7 +68,7 @@ def _level_one(mod, basis, y, num):
 def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
                       dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
                       progress=None, matrix_rhs: bool = True,
-                      short_scalars: bool = True) -> Trajectory:
+                      short_scalars: bool = True, method: str = "rk78") -> Trajectory:
     """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
 
     "float64" runs the same RK7(8) as the arbitrary-precision path on float64 arrays; "scipy" is
@@ -81,6 +81,9 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     (:mod:`solvers.core.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
     ``short_dps(rtol, dps)`` digits; both off = the generated module on object arrays, the
     reference the fast path is tested against (BENCHMARKS.md has the speed-ups).
+
+    ``method``: "rk78" (default) or "taylor" (flint only: the high-order Taylor integrator of
+    :mod:`solvers.integrators.taylor`, tolerance ``rtol``, order from the tolerance).
     """
     if basis not in ("levels", "modes"):
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
@@ -124,6 +127,24 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
         stats = {}
+        # -- integrator dispatch (issue 13): Taylor series or RK7(8) --------------------------
+        if method == "taylor":
+            if arithmetic != "flint":
+                raise ValueError("method = 'taylor' runs on flint arithmetic only")
+            from solvers.integrators.taylor import integrate_taylor
+            flat = integrate_taylor(ArbMatRHS(mod, num, ctx, basis, coef_dps=short),
+                                    load(problem.key, "taylor"),
+                                    [_exact_alpha(a) for a in alphas], to_arb_mat(y0),
+                                    tol=rtol, jet_dps=short_dps(rtol, ctx.dps),
+                                    progress=progress, stats=stats)
+            states = [from_arb_mat(s) for s in flat]
+            eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+            stats["wall_s"] = time.perf_counter() - started
+            return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats,
+                              states)
+        elif method != "rk78":
+            raise ValueError(f"method must be 'rk78' or 'taylor', got {method!r}")
+        # ---------------------------------------------------------------------------------------
         try:
             flat = integrate(fun, [_exact_alpha(a) for a in alphas], start, ctx=ctx,
                              rtol=rtol, atol=atol, progress=progress, stats=stats,
