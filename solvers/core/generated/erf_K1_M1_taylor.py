@@ -15,21 +15,25 @@ N_NODES = 68
 N_OUTPUTS = 5
 
 
+from operator import mul as _m
+
+
 def _mul(u, v, k):
-    return sum(u[j]*v[k - j] for j in range(k + 1))
+    return sum(map(_m, u[:k + 1], v[k::-1]))
 
 
 def _inv(u, w, k):
-    return -sum(u[j]*w[k - j] for j in range(1, k + 1))/u[0]
+    return -sum(map(_m, u[1:k + 1], w[k - 1::-1]))/u[0]
 
 
 def _pow(u, w, k, p, q):
     # q*k*u0*w_k = sum_j (p*j - q*(k - j)) u_j w_(k-j), exponent p/q
-    return sum((p*j - q*(k - j))*(u[j]*w[k - j]) for j in range(1, k + 1))/(q*k*u[0])
+    weights = [(p + q)*j - q*k for j in range(1, k + 1)]
+    return sum(map(_m, weights, map(_m, u[1:k + 1], w[k - 1::-1])))/(q*k*u[0])
 
 
 def _asin(u, w, s, k):
-    return (k*u[k] - sum(j*(w[j]*s[k - j]) for j in range(1, k)))/(k*s[0])
+    return (k*u[k] - sum(map(_m, range(1, k), map(_m, w[1:k], s[k - 1:0:-1]))))/(k*s[0])
 
 
 def jets_start(v1, t1, eta, ctx):
