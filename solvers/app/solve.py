@@ -20,7 +20,8 @@ from derive import spectra
 from derive.hierarchy import SystemKey
 
 from solvers import __version__
-from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, default_rtol,
+from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels, choose_method,
+                   default_rtol,
                    integrate_problem, solve_auto)
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
@@ -73,7 +74,8 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
     if dps == "auto":
         return solve_auto(problem, alphas, basis=basis, digits=digits, progress=progress)
     return integrate_problem(problem, alphas, basis=basis, arithmetic="flint", dps=int(dps),
-                             rtol=default_rtol(digits), progress=progress)
+                             rtol=default_rtol(digits), progress=progress,
+                             method=choose_method(digits))
 
 
 def _format_eps(values, digits: int):

@@ -260,21 +260,38 @@ def agreement_digits(a, b) -> float:
     return worst
 
 
+# Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb (measured:
+# bench/bench_taylor.py, BENCHMARKS.md "Taylor integrator"; below it the RK7(8) is cheaper).
+TAYLOR_MIN_DIGITS = 6
+
+
+def choose_method(digits: int, arithmetic: str = "flint") -> str:
+    """The integrator for an arbitrary-precision run asked for ``digits`` digits of ε_g:
+    "taylor" from TAYLOR_MIN_DIGITS digits on (flint only), "rk78" otherwise."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS:
+        return "taylor"
+    return "rk78"
+
+
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
-               start_dps: int | None = None, max_rounds: int = 5, progress=None):
+               start_dps: int | None = None, max_rounds: int = 5, progress=None,
+               method: str = "auto"):
     """Raise precision until two runs agree on ε_g to ``digits`` significant digits.
 
     The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
     covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
+    ``method``: "auto" (``choose_method``), "taylor" or "rk78", for every run.
     """
     dps = start_dps or estimated_dps(problem.L, digits, basis)
     rtol = default_rtol(digits)
+    method = choose_method(digits, arithmetic) if method == "auto" else method
     first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                              rtol=rtol, progress=progress)
+                              rtol=rtol, progress=progress, method=method)
     for _ in range(max_rounds):
         dps2 = dps + max(10, dps // 4)
         second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                   dps=dps2, rtol=rtol / 100, progress=progress)
+                                   dps=dps2, rtol=rtol / 100, progress=progress,
+                                   method=method)
         agree = agreement_digits(first.eps_g, second.eps_g)
         second.stats["agreement_digits"] = agree
         second.stats["checked_against_dps"] = dps
@@ -283,7 +300,7 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
         first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
         if dps != dps2:
             first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                      dps=dps, rtol=rtol, progress=progress)
+                                      dps=dps, rtol=rtol, progress=progress, method=method)
     raise PrecisionLost(f"eps_g did not settle to {digits} digits up to dps = {dps}")
 
 
