@@ -15,7 +15,7 @@ every timing carries the 1-min load average before it and the process CPU time (
 shared; CPU time is the steadier number).  ε_g agreement = smallest number of agreeing
 significant digits over the grid.  Progress to stderr, Markdown to stdout.
 
-  .venv/bin/python bench/bench_taylor.py [--L 16 32 64] [--digits 12 30 60] [--rk-digits 12]
+  .venv/bin/python bench/bench_taylor.py [--L 16 32 64] [--digits 12 30 60] [--rk-digits 12] [--quick]
 """
 from __future__ import annotations
 
@@ -105,7 +105,10 @@ def main(argv=None):
     ap.add_argument("--L", type=int, nargs="+", default=[16, 32, 64])
     ap.add_argument("--digits", type=int, nargs="+", default=[12, 30, 60])
     ap.add_argument("--rk-digits", type=int, nargs="*", default=[12])
+    ap.add_argument("--quick", action="store_true", help="L = 16, digits 12 and 30 only")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.L, args.digits = [16], [12, 30]
     if bl.hy is None:
         sys.exit("heyoka is not installed: pip install -e '.[bench]'")
     print(f"Machine: {cpu_name()}; heyoka {bl.hy.__version__}; load average at start "

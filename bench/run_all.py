@@ -31,6 +31,7 @@ SCRIPTS = [
     ("bench_levels.py", True),        # level basis at L = 64, 128 vs heyoka, RK4, odefun, SciPy
     ("bench_dps_rule.py", True),      # digits kept vs dps in the level basis
     ("bench_modes_fast.py", True),    # modes basis at scale: L = 1024; K = M = 40, L = 512
+    ("bench_taylor.py", True),        # Taylor integrator vs heyoka and RK7(8), 12-60 digits
 ]
 
 
