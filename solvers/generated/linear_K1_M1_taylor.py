@@ -22,6 +22,13 @@ def _mul(u, v, k):
     return sum(map(_m, u[:k + 1], v[k::-1]))
 
 
+def _sqr(u, k):
+    # half the products of _mul(u, u, k): the convolution is symmetric
+    h = (k + 1)//2
+    s = 2*sum(map(_m, u[:h], u[k:k - h:-1]))
+    return s + u[k//2]**2 if k % 2 == 0 else s
+
+
 def _inv(u, w, k):
     return -sum(map(_m, u[1:k + 1], w[k - 1::-1]))/u[0]
 
