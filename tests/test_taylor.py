@@ -86,9 +86,9 @@ def test_order_rule():
     assert taylor_order(1e-35) == 42
 
 
-@pytest.mark.parametrize("L,order", [(4, 1), (8, 2)])
+@pytest.mark.parametrize("L,order", [(4, 1), (4, 2)])
 def test_agrees_with_rk78_at_12_digits_small(L, order):
-    """Small version of the full test below (default suite): erf K = M = 2, α ≤ 50."""
+    """Small version of the full test below (default suite): erf K = M = 2, L = 4, α ≤ 50."""
     prob = _problem(SystemKey("erf", 2, 2), L, order=order)
     alphas = [0, 1, 5, 20, 50]
     dps = estimated_dps(L, 12, "levels")
@@ -99,9 +99,9 @@ def test_agrees_with_rk78_at_12_digits_small(L, order):
 
 def test_levels_agree_with_modes_at_30_digits_small():
     """The level basis (closure, dps 2.6 L + 40) and the modes basis (no closure) at 30 digits,
-    L = 8, α ≤ 50; both Taylor, tolerance 1e-35."""
+    L = 8, α ≤ 20; both Taylor, tolerance 1e-35."""
     prob = _problem(SystemKey("erf", 2, 2), 8)
-    alphas = [0, 1, 5, 20, 50]
+    alphas = [0, 1, 5, 20]
     lev = integrate_problem(prob, alphas, basis="levels", dps=estimated_dps(8, 30, "levels"),
                             rtol=1e-35, method="taylor")
     mod = integrate_problem(prob, alphas, basis="modes", dps=45, rtol=1e-35, method="taylor")
