@@ -260,9 +260,10 @@ def agreement_digits(a, b) -> float:
     return worst
 
 
-# Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb (measured:
-# bench/bench_taylor.py, BENCHMARKS.md "Taylor integrator"; below it the RK7(8) is cheaper).
-TAYLOR_MIN_DIGITS = 6
+# Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb.  Measured
+# (BENCHMARKS.md §11, erf K = M = 2, α ≤ 300, CPU time): Taylor was cheaper at every digit
+# count tried, 1.4x at 3 digits (L = 8, 16) to 9.6x at 12 (L = 64); so every flint run uses it.
+TAYLOR_MIN_DIGITS = 1
 
 
 def choose_method(digits: int, arithmetic: str = "flint") -> str:
