@@ -32,6 +32,7 @@ SCRIPTS = [
     ("bench_dps_rule.py", True),      # digits kept vs dps in the level basis
     ("bench_modes_fast.py", True),    # modes basis at scale: L = 1024; K = M = 40, L = 512
     ("bench_kernel.py", True),        # eigenlearning, M = 2e6 modes x 100 P vs a brentq loop
+    ("bench_taylor.py", True),        # Taylor integrator vs heyoka and RK7(8), 12-60 digits
 ]
 
 

@@ -34,6 +34,8 @@ def checked_in_files() -> dict:
     """path -> function printing its text, for every checked-in generated module."""
     files = {GENERATED_DIR / f"{codegen.module_name(k)}.py": (lambda k=k: codegen.render(k))
              for k in CHECKED_IN}
+    files.update({GENERATED_DIR / f"{codegen.module_name(k, 'taylor')}.py":
+                  (lambda k=k: codegen.render(k, "taylor")) for k in CHECKED_IN})
     files[GENERATED_DIR / f"{codegen.KERNELS_MODULE}.py"] = codegen.render_kernels
     return files
 
@@ -60,7 +62,7 @@ def cache_dir() -> Path:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "hierarchy.py", "integrals.py"):
+    for name in ("codegen.py", "hierarchy.py", "integrals.py", "taylor.py"):
         h.update((derive_dir / name).read_bytes())
     return h.hexdigest()[:12]
 
@@ -72,12 +74,13 @@ _loaded: dict = {}
 DEFAULT_CONTEXT = {"numpy": Float64Context, "mpmath": lambda: None}
 
 
-def load(key: SystemKey, target: str) -> System:
+def load(key: SystemKey, target: str):
     """The system for ``key`` on the generated module of ``target`` (``"mpmath"`` or ``"numpy"``):
-    its coefficients, ε_g and index tables with the level / modes assembly."""
-    if target not in DEFAULT_CONTEXT:
-        raise ValueError(f"target must be one of {tuple(DEFAULT_CONTEXT)}, got {target!r}")
-    name = codegen.module_name(key)
+    its coefficients, ε_g and index tables with the level / modes assembly; with ``"taylor"``,
+    the module of Taylor-jet recurrences of its level-1 coefficients."""
+    if target not in (*DEFAULT_CONTEXT, "taylor"):
+        raise ValueError(f"target must be one of {(*DEFAULT_CONTEXT, 'taylor')}, got {target!r}")
+    name = codegen.module_name(key, target)
     if (key, target) in _loaded:
         return _loaded[key, target]
     if key in CHECKED_IN:
@@ -90,5 +93,8 @@ def load(key: SystemKey, target: str) -> System:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
+    if target == "taylor":
+        _loaded[key, target] = module
+        return module
     _loaded[key, target] = system = System(module, DEFAULT_CONTEXT[target]())
     return system

@@ -70,11 +70,14 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     (:mod:`solvers.core.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
     ``short_dps(rtol, dps)`` digits; both off = the generated module on object arrays, the
     reference the fast path is tested against (BENCHMARKS.md has the speed-ups).
+
+    ``integrator``: "rk78" (default) or "taylor" (flint only: the high-order Taylor integrator of
+    :mod:`solvers.integrators.taylor`, tolerance ``rtol``, order from the tolerance).
     """
     if basis not in ("levels", "modes"):
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
-    if integrator != "rk78":
-        raise ValueError(f"integrator must be 'rk78', got {integrator!r}")
+    if integrator not in ("rk78", "taylor"):
+        raise ValueError(f"integrator must be 'rk78' or 'taylor', got {integrator!r}")
     alphas = [float(a) if not isinstance(a, str) else a for a in alphas]
     started = time.perf_counter()
     K, M = problem.key.K, problem.key.M
@@ -115,6 +118,22 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
         stats = {}
+        # -- integrator dispatch (issue 13): Taylor series or RK7(8) --------------------------
+        if integrator == "taylor":
+            if arithmetic != "flint":
+                raise ValueError("integrator = 'taylor' runs on flint arithmetic only")
+            from solvers.integrators.taylor import integrate_taylor
+            flat = integrate_taylor(ArbMatRHS(mod, num, ctx, basis, coef_dps=short),
+                                    load(problem.key, "taylor"),
+                                    [_exact_alpha(a) for a in alphas], to_arb_mat(y0),
+                                    tol=rtol, jet_dps=short_dps(rtol, ctx.dps),
+                                    progress=progress, stats=stats)
+            states = [from_arb_mat(s) for s in flat]
+            eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+            stats["wall_s"] = time.perf_counter() - started
+            return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats,
+                              states)
+        # ---------------------------------------------------------------------------------------
         try:
             flat = integrate(fun, [_exact_alpha(a) for a in alphas], start, ctx=ctx,
                              rtol=rtol, atol=atol, progress=progress, stats=stats,
@@ -224,14 +243,17 @@ def _execute(p, problem, alphas, *, basis, digits, progress):
 
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
                start_dps: int | None = None, max_rounds: int = 5, progress=None,
-               integrator: str = "rk78"):
+               integrator: str = "auto"):
     """Raise precision until two runs agree on ε_g to ``digits`` significant digits
     (``precision.settle``).
 
     The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
     covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
+    ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
     """
     rtol = default_rtol(digits)
+    if integrator == "auto":
+        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
 
     def run(dps, tighter):
         return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,

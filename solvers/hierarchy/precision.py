@@ -55,9 +55,17 @@ class Plan:
     fallback: "Plan | None" = None
 
 
+# Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb.  Measured
+# (BENCHMARKS.md, Taylor section; erf K = M = 2, α ≤ 300, CPU time): Taylor was cheaper at every
+# digit count tried, 1.4x at 3 digits (L = 8, 16) to 9.6x at 12 (L = 64); so every flint run uses it.
+TAYLOR_MIN_DIGITS = 1
+
+
 def choose_integrator(basis: str, arithmetic: str, digits: int, L: int) -> str:
-    """The integrator for a run.  Today the embedded RK7(8) everywhere; a high-order (Taylor)
-    integrator for many digits is to be chosen here."""
+    """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
+    from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath)."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS:
+        return "taylor"
     return "rk78"
 
 

@@ -1,0 +1,168 @@
+"""The Taylor integrator (issue 13): printed jet recurrences, the order of a step, agreement with
+the RK7(8) and with the modes basis, the regenerate guard of the jet modules."""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import pytest
+
+from derive import spectra
+from derive.hierarchy import SystemKey
+from solvers.core.arb_rhs import ArbMatRHS, to_arb_mat
+from solvers.core.numbers import FlintContext, MpmathContext
+from solvers.core.problem import Problem, random_init
+from solvers.core.registry import load
+from solvers.hierarchy.odes import agreement_digits, estimated_dps, integrate_problem
+from solvers.integrators.taylor import TaylorSeries, _horner, taylor_order
+
+
+def _problem(key, L, order=1, seed=0):
+    s = spectra.power_law(L, 1)
+    return Problem(key, s, Fraction(1, 10), order,
+                   random_init(key.K, key.M, 1024, s, Fraction(1, 100), seed))
+
+
+@pytest.mark.parametrize("key", [SystemKey("erf", 1, 1), SystemKey("erf", 2, 2)])
+def test_jets_match_derivatives_of_the_generated_coefficients(key):
+    """Coefficient k of a(v1(τ)), f(v1(τ)) for a polynomial path v1(τ) equals the Taylor
+    coefficient of the generated _coefficients (mpmath numerical differentiation at 60 digits):
+    an independent route through the same expressions, so every printed recurrence (products,
+    reciprocals, square roots, arcsine) is checked, including f (asin, order-2 systems)."""
+    jets, mod = load(key, "taylor"), load(key, "mpmath")
+    prob = _problem(key, 4, order=2)
+    order = 6
+    with MpmathContext(60) as ctx:
+        num = prob.numeric(ctx)
+        v0 = list(mod._closure(num.y_levels, num.c)[0])
+        rng = np.random.default_rng(1)
+        path = [v0] + [[mpmath.mpf(float(x)) / 10 for x in rng.standard_normal(len(v0))]
+                       for _ in range(order)]
+        t1 = list(num.T_levels[0])
+        state, out = jets.jets_start(path[0], t1, num.eta, ctx)
+        got = [list(out)] + [list(jets.jets_extend(state, path[k], k))
+                             for k in range(1, order + 1)]
+
+        def component(i):
+            def f(tau):
+                v = [sum(path[k][s] * tau**k for k in range(order + 1)) for s in range(len(v0))]
+                return mod._coefficients(v, t1, num.eta, ctx)[i]
+            return f
+        for i in range(jets.N_OUTPUTS):
+            ref = mpmath.taylor(component(i), 0, order)
+            for k in range(order + 1):
+                scale = max(abs(ref[0]), mpmath.mpf(1))
+                assert abs(got[k][i] - ref[k]) <= mpmath.mpf(10) ** -40 * scale, (i, k)
+
+
+def test_step_error_falls_with_the_order():
+    """One step of order p from the same state: the error against a converged series falls
+    like h^(p+1) when h is halved (slope p + 1 within 0.3), and is about the first omitted
+    term ‖Y_(p+1)‖ h^(p+1) (within a factor 10)."""
+    key = SystemKey("erf", 2, 2)
+    prob = _problem(key, 4)
+    with FlintContext(60) as ctx:
+        from flint import arb
+        num = prob.numeric(ctx)
+        rhs = ArbMatRHS(load(key, "mpmath"), num, ctx, "levels")
+        series = TaylorSeries(rhs, load(key, "taylor"), 60)
+        Ys = series.coefficients(to_arb_mat(num.y_levels), 40)
+        exact = {h: _horner(Ys, arb(h)) for h in (0.05, 0.025)}
+
+        def err(p, h):
+            d = _horner(Ys[:p + 1], arb(h)) - exact[h]
+            return max(abs(float(x.mid())) for x in d.entries())
+        for p in (4, 6, 8):
+            slope = math.log2(err(p, 0.05) / err(p, 0.025))
+            assert abs(slope - (p + 1)) < 0.3, (p, slope)
+            first_omitted = max(abs(float(x.mid())) for x in Ys[p + 1].entries()) * 0.05 ** (p + 1)
+            assert 0.1 < err(p, 0.05) / first_omitted < 10, p
+
+
+def test_order_rule():
+    assert taylor_order(1e-17) == 21          # heyoka's rule; issue 13's table: order 21
+    assert taylor_order(1e-35) == 42
+
+
+@pytest.mark.parametrize("L,order", [(4, 1), (4, 2)])
+def test_agrees_with_rk78_at_12_digits_small(L, order):
+    """Small version of the full test below (default suite): erf K = M = 2, L = 4, α ≤ 50."""
+    prob = _problem(SystemKey("erf", 2, 2), L, order=order)
+    alphas = [0, 1, 5, 20, 50]
+    dps = estimated_dps(L, 12, "levels")
+    tay = integrate_problem(prob, alphas, basis="levels", dps=dps, rtol=1e-17, integrator="taylor")
+    rk = integrate_problem(prob, alphas, basis="levels", dps=dps, rtol=1e-17)
+    assert agreement_digits(tay.eps_g, rk.eps_g) >= 12
+
+
+def test_levels_agree_with_modes_at_30_digits_small():
+    """The level basis (closure, dps 2.6 L + 40) and the modes basis (no closure) at 30 digits,
+    L = 8, α ≤ 20; both Taylor, tolerance 1e-35."""
+    prob = _problem(SystemKey("erf", 2, 2), 8)
+    alphas = [0, 1, 5, 20]
+    lev = integrate_problem(prob, alphas, basis="levels", dps=estimated_dps(8, 30, "levels"),
+                            rtol=1e-35, integrator="taylor")
+    mod = integrate_problem(prob, alphas, basis="modes", dps=45, rtol=1e-35, integrator="taylor")
+    assert agreement_digits(lev.eps_g, mod.eps_g) >= 30
+
+
+def test_taylor_needs_flint():
+    prob = _problem(SystemKey("linear", 1, 1), 2)
+    with pytest.raises(ValueError, match="flint"):
+        integrate_problem(prob, [0, 1], basis="levels", arithmetic="mpmath", dps=30,
+                          integrator="taylor")
+    with pytest.raises(ValueError, match="integrator"):
+        integrate_problem(prob, [0, 1], basis="levels", dps=30, integrator="euler")
+
+
+def test_regenerate_check_covers_the_jet_modules(tmp_path, monkeypatch):
+    """A stale jet module is reported by ``regenerate --check`` (and only listed, not fixed)."""
+    from solvers.core import registry
+    jet_files = [p for p, (_, target) in registry.checked_in_files().items() if target == "taylor"]
+    assert len(jet_files) == len(registry.CHECKED_IN)
+    # the smallest shipped system keeps the test quick (rendering all takes ~10 s)
+    monkeypatch.setattr(registry, "CHECKED_IN", (SystemKey("linear", 1, 1),))
+    files = registry.checked_in_files()
+    jet_files = [p for p, (_, target) in files.items() if target == "taylor"]
+    # a copy of the generated directory with one jet module edited
+    copy = tmp_path / "generated"
+    copy.mkdir()
+    for p in files:
+        (copy / p.name).write_text(p.read_text())
+    victim = copy / jet_files[0].name
+    victim.write_text(victim.read_text() + "# edited\n")
+    monkeypatch.setattr(registry, "GENERATED_DIR", copy)
+    differing = registry.regenerate(check=True)
+    assert [p.name for p in differing] == [victim.name]
+    assert victim.read_text().endswith("# edited\n")
+
+
+# -- full size (make verify) -------------------------------------------------------------------
+
+def _grid(a_max=300):
+    return [0.0] + [float(a) for a in np.geomspace(1, a_max, 8)]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("L", [16, 32])
+def test_agrees_with_rk78_at_12_digits(L):
+    prob = _problem(SystemKey("erf", 2, 2), L)
+    dps = estimated_dps(L, 12, "levels")
+    tay = integrate_problem(prob, _grid(), basis="levels", dps=dps, rtol=1e-17, integrator="taylor")
+    rk = integrate_problem(prob, _grid(), basis="levels", dps=dps, rtol=1e-17)
+    assert agreement_digits(tay.eps_g, rk.eps_g) >= 12
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("L", [16, 32])
+@pytest.mark.parametrize("digits", [30, 60])
+def test_levels_agree_with_modes(L, digits):
+    prob = _problem(SystemKey("erf", 2, 2), L)
+    tol = 10.0 ** -(digits + 5)
+    lev = integrate_problem(prob, _grid(), basis="levels", dps=estimated_dps(L, digits, "levels"),
+                            rtol=tol, integrator="taylor")
+    mod = integrate_problem(prob, _grid(), basis="modes", dps=digits + 15, rtol=tol,
+                            integrator="taylor")
+    assert agreement_digits(lev.eps_g, mod.eps_g) >= digits
