@@ -86,7 +86,7 @@ def test_same_seed_same_output(tmp_path, capsys):
     ("[simulate]\nseeds = []\n", "must not be empty"),
     ("[simulate]\nuntrainable = \"x\"\n", "untrainable"),
     ("[simulate]\neps_holdout = -1\n", "eps_holdout"),
-    ("[simulate]\ngenerator = \"mt19937\"\n", 'generator = \'mt19937\' must be one of "xoshiro"'),
+    ("[simulate]\ngenerator = \"mt19937\"\n", 'generator = "mt19937" must be one of "xoshiro"'),
 ])
 def test_bad_simulate_section_is_one_line(tmp_path, capsys, extra, needle):
     spec = _write(tmp_path, SPEC + extra)
