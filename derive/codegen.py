@@ -183,11 +183,8 @@ def _derive(key: SystemKey) -> _Derivation:
 
 
 def render(key: SystemKey, target: str | None = None) -> str:
-    """Source text of the generated module for ``key``: the system module (every number target
-    shares it), or with ``target = "taylor"`` the Taylor-jet module (derive/taylor.py)."""
-    if target == "taylor":
-        from .taylor import render_jets
-        return render_jets(key)
+    """Source text of the generated module for ``key`` (every number target shares it; the
+    Taylor-jet module is printed by ``derive.taylor.render_jets``)."""
     d = _derive(key)
     h, a_idx, f_idx = d.h, d.a_idx, d.f_idx
     a_exprs, f_exprs = d.a_exprs, d.f_exprs

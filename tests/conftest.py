@@ -45,6 +45,23 @@ ORACLES = {
     "test_simulate.py": ("closed_form",),
     "test_spec.py": ("contract",),
     "test_sweep.py": ("contract",),
+    "test_bayes.py": ("closed_form", "higher_precision", "quadrature", "brute_force"),
+    "test_bayes_cli.py": ("contract",),
+    "test_bayes_full.py": ("closed_form", "quadrature"),
+    "test_bayes_sampling.py": ("sampling",),
+    "test_cli_kernel.py": ("contract",),
+    "test_gallery.py": ("contract", "closed_form", "simulation"),
+    "test_kernel.py": ("closed_form", "higher_precision", "second_basis"),
+    "test_kernel_derive.py": ("closed_form",),
+    "test_kernel_finite_size.py": ("sampling", "higher_precision"),
+    "test_kernel_mc.py": ("sampling",),
+    "test_normals.py": ("statistics", "quadrature"),
+    "test_notebook_bayes.py": ("closed_form",),
+    "test_notebook_kernel.py": ("sampling",),
+    "test_reliability.py": ("contract", "second_basis", "higher_precision"),
+    "test_spec_fuzz.py": ("contract",),
+    "test_sweep_faults.py": ("contract",),
+    "test_taylor.py": ("closed_form", "higher_precision", "second_basis"),
 }
 
 

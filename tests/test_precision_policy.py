@@ -16,10 +16,15 @@ def test_plan_follows_the_documented_policy():
     assert precision.plan("modes", "auto", 12, 64).arithmetic == "flint"
     p = precision.plan("levels", "float64", 6, 16)
     assert (p.arithmetic, p.verify) == ("float64", "modes")
-    p = precision.plan("levels", 80, 20, 16)
-    assert (p.arithmetic, p.dps, p.verify, p.rtol) == ("flint", 80, "none", precision.default_rtol(20))
-    for p in (precision.plan(b, d, 10, 8) for b in ("levels", "modes") for d in ("auto", 40, "float64")):
-        assert p.integrator == "rk78"
+    assert precision.plan("modes", "float64", 6, 16).verify == "float64"   # screened (verify.py)
+    p = precision.plan("levels", 80, 20, 16)                # a fixed dps is verified too
+    assert (p.arithmetic, p.dps, p.verify, p.rtol) == ("flint", 80, "fixed", precision.default_rtol(20))
+    # the integrator: Taylor series on flint arb, RK7(8) on float64 (and mpmath)
+    for b in ("levels", "modes"):
+        assert precision.plan(b, "float64", 10, 8).integrator == "rk78"
+        assert precision.plan(b, 40, 10, 8).integrator == "taylor"
+        assert precision.plan(b, "auto", 12, 8).integrator == "taylor"
+    assert precision.choose_integrator("levels", "mpmath", 30, 8) == "rk78"
 
 
 def test_settle_raises_precision_until_two_runs_agree():

@@ -1,7 +1,7 @@
 """From a spec to a result: the ``solve`` subcommand's engine.
 
 The precision policy (``[solve] dps``: "auto", an integer, "float64") is
-:func:`solvers.hierarchy.precision.plan`; ``run`` executes it (``solvers.hierarchy.odes.solve``).
+:func:`solvers.hierarchy.precision.plan`; ``run`` executes it (``solvers.hierarchy.verify.solve``).
 """
 from __future__ import annotations
 
@@ -11,21 +11,17 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from derive import spectra
 from derive.keys import SystemKey
 
 from solvers import __version__
-from solvers.hierarchy import odes
+from solvers.hierarchy import verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.app.spec import Spec
+from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
-def spectrum_of(spec: Spec) -> spectra.Spectrum:
-    if spec.data.eigenvalues is not None:
-        return spectra.explicit(spec.data.eigenvalues)
-    return spectra.power_law(spec.data.L, spec.data.beta)
 
 
 def problem_of(spec: Spec) -> Problem:
@@ -44,7 +40,7 @@ def problem_of(spec: Spec) -> Problem:
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
     """The trajectory at ``alphas`` (starting at 0) under the precision policy."""
-    return odes.solve(problem, alphas, basis=basis, dps=dps, digits=digits, progress=progress)
+    return verify.solve(problem, alphas, basis=basis, dps=dps, digits=digits, progress=progress)
 
 
 def _format_eps(values, digits: int):

@@ -269,7 +269,7 @@ def _check_levels_realisable(spec):
     eigenvalue is below minus the difference of the two (the resolution of the map at the
     digits used) is refused."""
     import mpmath
-    from solvers.app.solve import spectrum_of
+    from solvers.app.spectrum import spectrum_of
     init = spec.init
     L = spec.data.L
     K, M = spec.model.K, spec.model.M

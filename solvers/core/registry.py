@@ -35,9 +35,17 @@ def checked_in_files() -> dict:
     files = {GENERATED_DIR / f"{codegen.module_name(k)}.py": (lambda k=k: codegen.render(k))
              for k in CHECKED_IN}
     files.update({GENERATED_DIR / f"{codegen.module_name(k, 'taylor')}.py":
-                  (lambda k=k: codegen.render(k, "taylor")) for k in CHECKED_IN})
+                  (lambda k=k: _render(k, "taylor")) for k in CHECKED_IN})
     files[GENERATED_DIR / f"{codegen.KERNELS_MODULE}.py"] = codegen.render_kernels
     return files
+
+
+def _render(key: SystemKey, target: str) -> str:
+    """Source of the module ``load(key, target)`` imports."""
+    if target == "taylor":
+        from derive.taylor import render_jets
+        return render_jets(key)
+    return codegen.render(key)
 
 
 def regenerate(check: bool = False, progress=None) -> list[Path]:
@@ -88,7 +96,7 @@ def load(key: SystemKey, target: str):
     else:
         path = cache_dir() / _source_hash() / f"{name}.py"
         if not path.exists():
-            codegen.write_atomic(path, codegen.render(key, target))
+            codegen.write_atomic(path, _render(key, target))
         spec = importlib.util.spec_from_file_location(f"scaling_odes_cache.{name}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module

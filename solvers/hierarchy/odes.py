@@ -203,44 +203,6 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
     return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
 
 
-# -- precision control (the policy itself: solvers.hierarchy.precision) -----------------------
-
-def solve(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
-    """The trajectory at ``alphas`` (starting at 0) under ``precision.plan``."""
-    return _execute(precision.plan(basis, dps, digits, problem.L), problem, alphas,
-                    basis=basis, digits=digits, progress=progress)
-
-
-def _execute(p, problem, alphas, *, basis, digits, progress):
-    if p.verify == "settle":
-        return solve_auto(problem, alphas, basis=basis, digits=digits, arithmetic=p.arithmetic,
-                          start_dps=p.dps, progress=progress, integrator=p.integrator)
-    if p.verify == "fixed":
-        # a fixed dps is verified like "auto" (a second run), or refused
-        from solvers.hierarchy.verify import run_fixed_dps
-        return run_fixed_dps(problem, alphas, basis=basis, dps=p.dps, digits=digits,
-                             progress=progress)
-    traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic, dps=p.dps,
-                             rtol=p.rtol, progress=progress, integrator=p.integrator)
-    if p.verify == "float64":
-        from solvers.hierarchy.verify import verify_float64
-        return verify_float64(traj, problem, alphas, basis=basis, digits=digits)
-    if p.verify == "modes":
-        modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
-                                  rtol=p.rtol, integrator=p.integrator)
-        traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
-    elif p.verify == "tighter":
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
-                                   rtol=p.rtol / 100, integrator=p.integrator)
-        agree = agreement_digits(traj.eps_g, second.eps_g)
-        if agree < digits:
-            return _execute(p.fallback, problem, alphas, basis=basis, digits=digits,
-                            progress=progress)
-        second.stats["agreement_digits"] = agree
-        return second
-    return traj
-
-
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
                start_dps: int | None = None, max_rounds: int = 5, progress=None,
                integrator: str = "auto"):

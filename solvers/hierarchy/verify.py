@@ -1,4 +1,6 @@
-"""A fixed working precision, verified the way ``dps = "auto"`` is: by a second run.
+"""Every solve verified: `solve` runs a plan of the precision policy (``precision.plan``) and
+checks its result; a fixed working precision is verified the way ``dps = "auto"`` is, by a
+second run.
 
 The level basis cancels digits in its closure (about 1.3 L of them for erf K = M = 2, more for
 larger L); a user's fixed ``dps`` may leave none.  `run_fixed_dps` runs at the given dps and
@@ -17,8 +19,9 @@ from __future__ import annotations
 
 import math
 
-from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, default_rtol,
-                                    estimated_dps, integrate_problem)
+from solvers.hierarchy import precision
+from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels,
+                                    default_rtol, estimated_dps, integrate_problem, solve_auto)
 from solvers.integrators.rk78 import IntegrationError
 
 
@@ -114,3 +117,39 @@ def verify_float64(first, problem, alphas, *, basis: str, digits: int):
                             f"fewer digits or use dps = \"auto\"")
     first.stats["agreement_digits"] = agree
     return first
+
+
+# -- running a plan of the policy (solvers.hierarchy.precision) and verifying its result ------
+
+def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
+    """The trajectory at ``alphas`` (starting at 0) under ``precision.plan``."""
+    return _execute(precision.plan(basis, dps, digits, problem.L), problem, alphas,
+                    basis=basis, digits=digits, progress=progress)
+
+
+def _execute(p, problem, alphas, *, basis, digits, progress):
+    if p.verify == "settle":
+        return solve_auto(problem, alphas, basis=basis, digits=digits, arithmetic=p.arithmetic,
+                          start_dps=p.dps, progress=progress, integrator=p.integrator)
+    if p.verify == "fixed":
+        # a fixed dps is verified like "auto" (a second run), or refused
+        return run_fixed_dps(problem, alphas, basis=basis, dps=p.dps, digits=digits,
+                             progress=progress)
+    traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic, dps=p.dps,
+                             rtol=p.rtol, progress=progress, integrator=p.integrator)
+    if p.verify == "float64":
+        return verify_float64(traj, problem, alphas, basis=basis, digits=digits)
+    if p.verify == "modes":
+        modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
+                                  rtol=p.rtol, integrator=p.integrator)
+        traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
+    elif p.verify == "tighter":
+        second = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                   rtol=p.rtol / 100, integrator=p.integrator)
+        agree = agreement_digits(traj.eps_g, second.eps_g)
+        if agree < digits:
+            return _execute(p.fallback, problem, alphas, basis=basis, digits=digits,
+                            progress=progress)
+        second.stats["agreement_digits"] = agree
+        return second
+    return traj

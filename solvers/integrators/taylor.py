@@ -66,21 +66,15 @@ class TaylorSeries:
     """
 
     def __init__(self, rhs, jets, jet_dps: int):
-        import flint
-        self.flint = flint
         self.rhs, self.jets, self.jet_dps = rhs, jets, jet_dps
         self.extend = jets.jets_extend if rhs.has_e2 else jets.jets_extend_a
         self.levels = rhs.basis == "levels"
 
     def _short(self, fn, *args):
-        flint = self.flint
-        saved = flint.ctx.prec
-        flint.ctx.dps = self.jet_dps
-        try:
+        # the jets are row-independent scalars: short precision, scoped by the number context
+        with self.rhs.ctx.workdps(self.jet_dps):
             out = fn(*args)
             return [x.mid() if hasattr(x, "mid") else x for x in out]
-        finally:
-            flint.ctx.prec = saved
 
     def _v1(self, Y):
         return self.rhs.level_one(Y)

@@ -5,10 +5,12 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
 
     [simulate]
     seeds = [0, 1, 2]        # default: [training.seed]
-    n_jobs = 2               # worker processes for several seeds (default: all cores)
+    n_jobs = 2               # threads for several seeds (default: all cores)
     n_trainable = 100        # only the first N_l eigen-directions are trainable (default: all N)
     untrainable = "zero"     # or "frozen": initial value of the untrainable components
     eps_holdout = 0          # > 0: also estimate eps_g on that many fresh samples per alpha
+    generator = "xoshiro"    # training inputs: "xoshiro" (fast, default) or "numpy" (PCG64,
+                             # the reference stream)
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
 dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random":
@@ -74,7 +76,7 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "activation": cfg["activation"], "K": cfg["K"], "M": cfg["M"], "eta": cfg["eta"],
         "sigma_J": cfg["sigma_J"], "rotate": cfg["rotate"], "n_trainable": cfg["n_trainable"],
         "untrainable": cfg["untrainable"], "eps_holdout": cfg["eps_holdout"],
-        "version": __version__,
+        "generator": cfg["generator"], "version": __version__,
     }
     if wall_s is not None:
         out["meta"]["wall_s"] = wall_s
