@@ -5,7 +5,7 @@
 ``jets_start(v1, t1, eta, ctx)`` -> (state, order-0 outputs); ``jets_extend(state, v1k, k)``
 appends coefficient k of every node (v1k: coefficient k of the level-1 state) and returns
 coefficient k of the outputs: the nonzero a entries (A_INDEX order of the module
-erf_K1_M1_mpmath) then the f entries (F_INDEX order).  N_OUTPUTS = 5.
+erf_K1_M1) then the f entries (F_INDEX order).  N_OUTPUTS = 5.
 """
 
 ACTIVATION = 'erf'
@@ -15,32 +15,7 @@ N_NODES = 66
 N_OUTPUTS = 5
 
 
-from operator import mul as _m
-
-
-def _mul(u, v, k):
-    return sum(map(_m, u[:k + 1], v[k::-1]))
-
-
-def _sqr(u, k):
-    # half the products of _mul(u, u, k): the convolution is symmetric
-    h = (k + 1)//2
-    s = 2*sum(map(_m, u[:h], u[k:k - h:-1]))
-    return s + u[k//2]**2 if k % 2 == 0 else s
-
-
-def _inv(u, w, k):
-    return -sum(map(_m, u[1:k + 1], w[k - 1::-1]))/u[0]
-
-
-def _pow(u, w, k, p, q):
-    # q*k*u0*w_k = sum_j (p*j - q*(k - j)) u_j w_(k-j), exponent p/q
-    weights = [(p + q)*j - q*k for j in range(1, k + 1)]
-    return sum(map(_m, weights, map(_m, u[1:k + 1], w[k - 1::-1])))/(q*k*u[0])
-
-
-def _asin(u, w, s, k):
-    return (k*u[k] - sum(map(_m, range(1, k), map(_m, w[1:k], s[k - 1:0:-1]))))/(k*s[0])
+from solvers.integrators.jet_ops import mul as _mul, sqr as _sqr, inv as _inv, pow as _pow, asin as _asin
 
 
 def jets_start(v1, t1, eta, ctx):
