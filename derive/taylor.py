@@ -170,18 +170,16 @@ def _order_k(kind_data, w):
         return f"v1k[{kind_data[1]}]"
     if kind == "lin":
         return " + ".join(f"{c}*{w(u)}[k]" for c, u in kind_data[2])
-    if kind == "mul":
-        return f"_mul({w(kind_data[1])}, {w(kind_data[2])}, k)"
-    if kind == "sqr":
-        return f"_sqr({w(kind_data[1])}, k)"
-    if kind == "inv":
-        return f"_inv({w(kind_data[1])}, {{w}}, k)"
     if kind == "pow":
         _, u, p, q = kind_data
         return f"_pow({w(u)}, {{w}}, k, {p}, {q})"
-    if kind == "asin":
-        return f"_asin({w(kind_data[1])}, {{w}}, {w(kind_data[2])}, k)"
-    raise AssertionError(kind)
+    # "{{w}}" is left as "{w}": render_jets fills in the node's own list
+    return _ORDER_K_CALLS[kind].format(*(w(u) for u in kind_data[1:]))
+
+
+# calls of solvers/integrators/jet_ops.py by node kind ({0}, {1}: the node's operands)
+_ORDER_K_CALLS = {"mul": "_mul({0}, {1}, k)", "sqr": "_sqr({0}, k)",
+                  "inv": "_inv({0}, {{w}}, k)", "asin": "_asin({0}, {{w}}, {1}, k)"}
 
 
 def _shorter_bases(expr, variables):
