@@ -290,18 +290,20 @@ def render_jets(key) -> str:
     need = _needed(prog.nodes, [ref for kind, ref in outputs[:n_a_outputs(key)] if kind == "n"])
     extend_a = [line for i, line in enumerate(extend) if i in need]
     outk_a = outk[:n_a_outputs(key)] + ["0"] * (len(outk) - n_a_outputs(key))
+    unpack_state = ("    consts, nodes = state\n"
+                    + (f"    {''.join(n + ', ' for n in const_names)}= consts\n" if const_names else "")
+                    + f"    {''.join(w(i) + ', ' for i in range(nn))}= nodes\n")
     src += ("\n\ndef jets_extend_a(state, v1k, k):\n"
             '    """As jets_extend for the a outputs only (f outputs returned as 0): order-1 runs."""\n'
-            + "    consts, nodes = state\n"
-            + (f"    {''.join(n + ', ' for n in const_names)}= consts\n" if const_names else "")
-            + f"    {''.join(w(i) + ', ' for i in range(nn))}= nodes\n"
+            + unpack_state
             + "\n".join(extend_a) + "\n"
             + f"    return ({''.join(o + ', ' for o in outk_a)})\n")
+    # the a nodes are closed under their operands, so extending them first and the rest after
+    # computes every node from the same operands as one pass in node order would
+    rest = [line for i, line in enumerate(extend) if i not in need]
     src += ("\n\ndef jets_extend(state, v1k, k):\n"
             '    """Append coefficient k (>= 1) of every node; coefficient k of the outputs."""\n'
-            + "    consts, nodes = state\n"
-            + (f"    {''.join(n + ', ' for n in const_names)}= consts\n" if const_names else "")
-            + f"    {''.join(w(i) + ', ' for i in range(nn))}= nodes\n"
-            + "\n".join(extend) + "\n"
+            + "    jets_extend_a(state, v1k, k)\n"
+            + unpack_state + "\n".join(rest) + ("\n" if rest else "")
             + f"    return ({''.join(o + ', ' for o in outk)})\n")
     return src

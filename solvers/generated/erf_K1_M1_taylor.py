@@ -134,23 +134,10 @@ def jets_extend_a(state, v1k, k):
 
 def jets_extend(state, v1k, k):
     """Append coefficient k (>= 1) of every node; coefficient k of the outputs."""
+    jets_extend_a(state, v1k, k)
     consts, nodes = state
     c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, = consts
     w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14, w15, w16, w17, w18, w19, w20, w21, w22, w23, w24, w25, w26, w27, w28, w29, w30, w31, w32, w33, w34, w35, w36, w37, w38, w39, w40, w41, w42, w43, w44, w45, w46, w47, w48, w49, w50, w51, w52, w53, w54, w55, w56, w57, w58, w59, w60, w61, w62, w63, w64, w65, = nodes
-    w0.append(v1k[0])
-    w1.append(v1k[1])
-    w2.append(1*w1[k])
-    w3.append(_inv(w2, w3, k))
-    w4.append(2*w1[k])
-    w5.append(1*w4[k])
-    w6.append(_pow(w5, w6, k, -1, 2))
-    w7.append(_mul(w3, w6, k))
-    w8.append(_sqr(w0, k))
-    w9.append(-1*w8[k] + c2*w2[k])
-    w10.append(_pow(w9, w10, k, -1, 2))
-    w11.append(_mul(w3, w10, k))
-    w12.append(_mul(w11, w0, k))
-    w13.append(c3*w10[k])
     w14.append(3*w1[k])
     w15.append(2*w8[k])
     w16.append(1*w5[k] + -1*w15[k] + c5*w4[k])
@@ -160,12 +147,6 @@ def jets_extend(state, v1k, k):
     w20.append(2*w17[k])
     w21.append(c6*w6[k])
     w22.append(4*w21[k])
-    w23.append(c7*w12[k] + c7*w7[k])
-    w24.append(c3*w23[k])
-    w25.append(c8*w13[k])
-    w26.append(c9*w13[k])
-    w27.append(c10*w12[k] + c10*w7[k])
-    w28.append(c3*w27[k])
     w29.append(_inv(w14, w29, k))
     w30.append(_mul(w1, w1, k))
     w31.append(_mul(w30, w1, k))

@@ -46,6 +46,7 @@ def jets_extend_a(state, v1k, k):
 
 def jets_extend(state, v1k, k):
     """Append coefficient k (>= 1) of every node; coefficient k of the outputs."""
+    jets_extend_a(state, v1k, k)
     consts, nodes = state
     c0, c1, c2, c3, c4, = consts
     w0, w1, w2, = nodes
