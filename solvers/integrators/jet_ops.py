@@ -6,7 +6,14 @@ module from a template; they live here once instead, and the printed modules imp
 their old private names (``from solvers.integrators.jet_ops import mul as _mul, ...``) so the
 printed bodies are unchanged.
 
-All functions take lists of Taylor coefficients (any number type supporting ``+ * /``) and return
+Interface of a printed jet module (``scaling-odes regenerate`` writes one per system):
+``jets_start(v1, t1, eta, ctx)`` -> (state, order-0 outputs); ``jets_extend(state, v1k, k)``
+appends coefficient k (>= 1) of every node (v1k: coefficient k of the level-1 state) and returns
+coefficient k of the outputs: the nonzero a entries (A_INDEX order of the system's module,
+``derive.codegen.module_name``) then the f entries (F_INDEX order), N_OUTPUTS in all;
+``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
+
+All functions here take lists of Taylor coefficients (any number type supporting ``+ * /``) and return
 coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result where needed.
 """
 
