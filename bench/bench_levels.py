@@ -40,6 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import WallCpu  # noqa: E402
+
 import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -73,18 +75,11 @@ def load1():
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-class Timing:
+class Timing(WallCpu):
     """Wall and process CPU time of one block, with the load average just before it."""
 
-    def __enter__(self):
+    def before(self):
         self.load = load1()
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
-        return False
 
 
 def best_of(fn, repeats, budget):

@@ -35,6 +35,7 @@ import numpy as np
 from machine_info import load_avg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from timing import WallCpu  # noqa: E402
 from derive import spectra  # noqa: E402
 from derive.hierarchy import SystemKey  # noqa: E402
 from solvers.hierarchy import modes_fast as mf  # noqa: E402
@@ -50,17 +51,12 @@ NAIVE_RTOL = 1e-12
 
 
 
-class Timer:
-    def __enter__(self):
+class Timer(WallCpu):
+    def before(self):
         self.load0 = load_avg()
-        self.w0, self.c0 = time.perf_counter(), time.process_time()
-        return self
 
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self.w0
-        self.cpu = time.process_time() - self.c0
+    def after(self):
         self.load1 = load_avg()
-        return False
 
     @property
     def load(self):

@@ -31,17 +31,15 @@ def erf_spec(eta, sigma_J, seed, alpha_max, basis, dps, digits) -> str:
                         f"basis = {basis}\ndps = {dps}\ndigits = {digits}\n")
 
 
+def erf_K2(L, N) -> str:
+    """[model] and [data] of an erf K = M = 2 teacher-student spec, beta = 1 (values inserted as
+    given, so a format field such as ``"{N}"`` may be passed through)."""
+    return (f"\n[model]\nactivation = \"erf\"\nK = 2\nM = 2\n"
+            f"[data]\nL = {L}\nbeta = 1.0\nN = {N}\n")
+
+
 # [model] and [data] of the small specs several test modules start from
-ERF_K2_L4 = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 4
-beta = 1.0
-N = 64
-"""
+ERF_K2_L4 = erf_K2(4, 64)
 LINEAR_L16 = """
 [model]
 activation = "linear"

@@ -13,18 +13,9 @@ from solvers.theory.plateau import SymmetricTeacher
 from solvers.core.problem import random_init
 from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
-from cli_support import run_cli as _run, toml_list as _toml_list, write_spec as _write
+from cli_support import erf_K2, run_cli as _run, toml_list as _toml_list, write_spec as _write
 
-BASE = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = {L}
-beta = 1.0
-N = {N}
-[training]
+BASE = erf_K2("{L}", "{N}") + """[training]
 eta = {eta}
 order = 1
 sigma_J = 0.01

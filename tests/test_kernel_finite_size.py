@@ -13,7 +13,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from solvers.theory.kernel import eigenlearning, kernel_mc_averaged, power_law, rg_gda
+from kernel_support import theory_vs_mc
+from solvers.theory.kernel import eigenlearning, kernel_mc_averaged, power_law
 from solvers.theory.kernel.montecarlo import _averaged_error, _fit
 
 SETTINGS = [(0.0, 0.0), (1e-2, 1e-2), (1e-4, 1e-2)]
@@ -39,14 +40,9 @@ def test_averaged_error_equals_brute_force(T):
 def _ratios(Ps, settings, trials, seed):
     spec = power_law(2, 2000, 2)
     mc = kernel_mc_averaged(spec, Ps, ridges=settings, trials=trials, seed=seed)
-    rows = []
-    for (T, s2), res in zip(settings, mc["settings"]):
-        eig = eigenlearning(spec, Ps, T, s2)
-        gda = rg_gda(spec, Ps, T, s2, 0.01)
-        for P, e, g, m, s in zip(Ps, eig, gda, res["mean"], res["sem"]):
-            rows.append(dict(T=T, s2=s2, P=P, r=m / e.eps_g, se=s / e.eps_g, gda=g.eps_g / m,
-                             no_gamma=m / (e.eps_g * e.one_minus_gamma)))
-    return rows
+    return [dict(T=T, s2=s2, P=P, r=m / e.eps_g, se=s / e.eps_g, gda=g.eps_g / m,
+                 no_gamma=m / (e.eps_g * e.one_minus_gamma))
+            for T, s2, P, e, g, m, s in theory_vs_mc(spec, Ps, settings, mc)]
 
 
 def _check_correction(r):

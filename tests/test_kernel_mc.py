@@ -4,8 +4,8 @@ Default sizes keep these under ~15 s; the full-size runs are marked ``full``."""
 import numpy as np
 import pytest
 
-from solvers.theory.kernel import (eigenlearning, explicit, kernel_mc, mc_learnability,
-                                   power_law, rg_gda)
+from kernel_support import theory_vs_mc
+from solvers.theory.kernel import eigenlearning, explicit, kernel_mc, mc_learnability, power_law
 
 SETTINGS = [(0.0, 0.0), (1e-2, 1e-2), (1e-4, 1e-2)]
 
@@ -13,16 +13,11 @@ SETTINGS = [(0.0, 0.0), (1e-2, 1e-2), (1e-4, 1e-2)]
 def _compare(trials, Ps, seed):
     spec = power_law(2, 2000, 2)
     mc = kernel_mc(spec, Ps, trials=trials, seed=seed, ridges=SETTINGS)
-    rows = []
-    for (T, s2), res in zip(SETTINGS, mc["settings"]):
-        eig = eigenlearning(spec, Ps, T, s2)
-        gda = rg_gda(spec, Ps, T, s2, 0.01)
-        for p, g, m, s in zip(eig, gda, res["mean"], res["sem"]):
-            rows.append(dict(T=T, s2=s2, P=p.P, ratio=m / p.eps_g, z=(m - p.eps_g) / s,
-                             no_gamma=m / (p.eps_g * p.one_minus_gamma),
-                             z_no_gamma=(m - p.eps_g * p.one_minus_gamma) / s,
-                             gda=g.eps_g / m, rel_sem=s / m))
-    return rows
+    return [dict(T=T, s2=s2, P=p.P, ratio=m / p.eps_g, z=(m - p.eps_g) / s,
+                 no_gamma=m / (p.eps_g * p.one_minus_gamma),
+                 z_no_gamma=(m - p.eps_g * p.one_minus_gamma) / s,
+                 gda=g.eps_g / m, rel_sem=s / m)
+            for T, s2, _, p, g, m, s in theory_vs_mc(spec, Ps, SETTINGS, mc)]
 
 
 def _check(rows):

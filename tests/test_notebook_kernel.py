@@ -1,19 +1,14 @@
 """Execute notebooks/09_kernel_curves.ipynb at reduced size and check what it reports."""
-import json
-
 import pytest
 
 pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
 
-from test_notebooks import _check_kernel_environment, _execute  # noqa: E402
+from test_notebooks import run_small  # noqa: E402
 
 
 def test_09_kernel_curves(monkeypatch, tmp_path):
-    nb = _execute("09_kernel_curves.ipynb", monkeypatch, tmp_path)
-    _check_kernel_environment(nb)
-    s = json.loads((tmp_path / "09_kernel_summary.json").read_text())
-    assert s["small"] is True
+    s = run_small("09_kernel_curves.ipynb", "09_kernel_summary.json", monkeypatch, tmp_path)
     assert all(abs(z) < 3.5 for z in s["mc_z"]), s["mc_z"]
     assert s["gda_vs_eig"] < 1e-3
     assert abs(s["sum_L_minus_P"]) < 1e-10

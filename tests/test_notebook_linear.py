@@ -1,18 +1,14 @@
 """Execute notebooks/03_linear_theory.ipynb at reduced size and check what it reports."""
-import json
-
 import pytest
 
 pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
 
-from test_notebooks import _check_kernel_environment, _execute  # noqa: E402
+from test_notebooks import run_summary  # noqa: E402
 
 
 def test_03_linear_theory(monkeypatch, tmp_path):
-    nb = _execute("03_linear_theory.ipynb", monkeypatch, tmp_path)
-    _check_kernel_environment(nb)
-    summary = json.loads((tmp_path / "03_linear_summary.json").read_text())
+    summary = run_summary("03_linear_theory.ipynb", "03_linear_summary.json", monkeypatch, tmp_path)
     # the exact curve lies above Eq. (8) at finite η (η² fluctuation term), more so for larger η
     assert 0 < summary["gap_eta_0.1"] < summary["gap_eta_0.5"] < summary["gap_eta_1.0"]
     assert summary["route_agreement"] >= 30

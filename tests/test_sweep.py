@@ -3,22 +3,14 @@
 import numpy as np
 import pytest
 
+from cli_support import erf_K2
 from solvers.app.cli import main as cli
 
 from solvers.app import sweep
 
 xr = pytest.importorskip("xarray")
 
-SWEEP = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 2
-beta = 1.0
-N = 32
-[training]
+SWEEP = erf_K2(2, 32) + """[training]
 eta = 0.5
 sigma_J = 0.1
 seed = 0

@@ -11,22 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_support import run_cli
+from cli_support import erf_K2, run_cli
 from solvers.app import sweep
 from solvers.app.workers import DirectoryLock
 
 xr = pytest.importorskip("xarray")
 
-BASE = """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 2
-beta = 1.0
-N = {N}
-[training]
+BASE = erf_K2(2, "{N}") + """[training]
 eta = 0.5
 sigma_J = 0.1
 seed = 0

@@ -98,6 +98,14 @@ def _secular_float64(lam, w, e):
     return 0.5 * (lo + hi)
 
 
+def _safeguarded(new, x, lo, hi, tol):
+    """A Newton iterate kept inside the bracket (bisection otherwise), and whether it has
+    converged relative to the previous iterate x: the step both mpmath polishers share."""
+    if not (lo < new < hi):
+        new = (lo + hi) / 2
+    return new, abs(new - x) <= tol * abs(x)
+
+
 def _polish_secular(lam, w, e, delta0, i):
     """Newton at the current mpmath precision for the i-th offset, bracket-safeguarded."""
     L = len(lam)
@@ -118,11 +126,8 @@ def _polish_secular(lam, w, e, delta0, i):
             lo = d
         else:
             hi = d
-        step = f / (e * s1)
-        new = d - step
-        if not (lo < new < hi):
-            new = (lo + hi) / 2
-        if abs(new - d) <= tol * abs(d):
+        new, done = _safeguarded(d - f / (e * s1), d, lo, hi, tol)
+        if done:
             return new
         d = new
     return d
@@ -212,10 +217,8 @@ def _polish_root(q, x0, lo, hi):
             lo = x
         else:
             hi = x
-        new = x - p / dp if dp != 0 else (lo + hi) / 2
-        if not (lo < new < hi):
-            new = (lo + hi) / 2
-        if abs(new - x) <= tol * abs(x):
+        new, done = _safeguarded(x - p / dp if dp != 0 else (lo + hi) / 2, x, lo, hi, tol)
+        if done:
             return new
         x = new
     return x

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from solvers.app.cli.common import json_command
 from solvers.app.spec import (REQUIRED, check, convert, parse_section, read_document,  # noqa: F401
                               section_error)
 
@@ -72,37 +73,30 @@ def _need_points(sec, name):
         raise section_error(name, "bayes", "give n_over_d (= n/d) or alpha (= n/d^2)")
 
 
-def cmd_curve(args) -> int:
+@json_command(load)
+def cmd_curve(args, st, sec) -> dict:
     from tqdm import tqdm
 
-    from solvers.app.cli.common import emit
     from solvers.theory.bayes import curve
-    st, sec = load(args.spec)
     _need_points(sec, str(args.spec))
     total = len(sec["n_over_d"] or sec["alpha"])
     with tqdm(total=total, desc="bayes", unit="pt", disable=None, leave=False) as bar:
-        res = curve(st, n_over_d=sec["n_over_d"], alpha=sec["alpha"],
-                    selection=sec["selection"], progress=bar.update)
-    emit(res, args)
-    return 0
+        return curve(st, n_over_d=sec["n_over_d"], alpha=sec["alpha"],
+                     selection=sec["selection"], progress=bar.update)
 
 
-def cmd_transitions(args) -> int:
-    from solvers.app.cli.common import emit
+@json_command(load)
+def cmd_transitions(args, st, sec) -> dict:
     from solvers.theory.bayes import transitions
-    st, sec = load(args.spec)
-    emit(transitions(st, sec["features"]), args)
-    return 0
+    return transitions(st, sec["features"])
 
 
-def cmd_limit(args) -> int:
-    from solvers.app.cli.common import emit
+@json_command(load)
+def cmd_limit(args, st, sec) -> dict:
     from solvers.theory.bayes import limit
-    st, sec = load(args.spec)
     _need_points(sec, str(args.spec))
-    emit(limit(st, alpha=sec["alpha"], n_over_d=sec["n_over_d"],
-               completion=sec["completion"]), args)
-    return 0
+    return limit(st, alpha=sec["alpha"], n_over_d=sec["n_over_d"],
+                 completion=sec["completion"])
 
 
 _MODES = {"transitions": cmd_transitions, "limit": cmd_limit}

@@ -1,6 +1,7 @@
 """Pieces every subcommand shares: the one error type, JSON output, progress bars."""
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -41,3 +42,16 @@ def spec_command(sub, name: str, func, text: str, spec_help: str = "SPEC.toml"):
     p.add_argument("--json", action="store_true", help="write compact JSON to stdout")
     p.set_defaults(func=func)
     return p
+
+
+def json_command(load):
+    """Decorator: ``compute(args, *load(args.spec)) -> dict`` becomes a subcommand that reads its
+    spec with ``load``, writes the result with ``emit`` and exits 0 (the shape of every JSON
+    subcommand, kept in one place)."""
+    def wrap(compute):
+        @functools.wraps(compute)
+        def cmd(args) -> int:
+            emit(compute(args, *load(args.spec)), args)
+            return 0
+        return cmd
+    return wrap

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import mpmath
 
-from solvers.app.cli.common import spec_command
+from solvers.app.cli.common import json_command, spec_command
 
 def _load(path):
     """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
@@ -95,26 +95,20 @@ def window_result_of(spec) -> dict:
     return res
 
 
-def cmd_curve(args) -> int:
-    from solvers.app.cli.common import emit
-    spec, options = _load(args.spec)
-    emit(curve_result(spec, options["route"]), args)
-    return 0
+@json_command(_load)
+def cmd_curve(args, spec, options) -> dict:
+    return curve_result(spec, options["route"])
 
 
-def cmd_window(args) -> int:
-    from solvers.app.cli.common import emit
-    spec, _ = _load(args.spec)
-    emit(window_result_of(spec), args)
-    return 0
+@json_command(_load)
+def cmd_window(args, spec, _) -> dict:
+    return window_result_of(spec)
 
 
-def cmd_feature_scaling(args) -> int:
-    from solvers.app.cli.common import emit
-    spec, options = _load(args.spec)
+@json_command(_load)
+def cmd_feature_scaling(args, spec, options) -> dict:
     from solvers.theory.feature_scaling import feature_scaling_result
-    emit(feature_scaling_result(spec, options=options), args)
-    return 0
+    return feature_scaling_result(spec, options=options)
 
 
 def register(subparsers) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .base import Figure, check, slope
 from .common import frac, power_law, finite_size_bound, sim_dev, log_grid
-from .style import style, panels, save, ALPHA, EPS
+from .style import style, panels, save, one_panel, ALPHA, EPS
 
 
 def _problem(K, M, L, beta, eta, order, N, sigma_J, seed, expected_teacher=False):
@@ -262,8 +262,7 @@ def fig17_compute(p, piece):
 
 
 def fig17_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=6.0)
+    def draw(ax):
         lo = []
         for j, L in enumerate(p["Ls"]):
             r = d[str(L)]
@@ -272,8 +271,8 @@ def fig17_plot(d, p, out, small):
             lo.append(r["e_row"])
         ax.set(xlabel=ALPHA, ylabel=EPS, ylim=(0.5 * min(lo), 2 * max(lo)),
                title=f"K = M = {p['M']}, N ≈ {p['N']}, β = {p['beta']}, η = {p['eta']}, σ_J = {p['sigma_J']}, O(η)")
-        ax.legend()
-        return [save(fig, out / "fig17.png", small=small, note="dashed: fixed point, corrected Eqs. (95)/(98)")]
+
+    return one_panel(out, "fig17.png", small=small, width=6.0, draw=draw, note="dashed: fixed point, corrected Eqs. (95)/(98)")
 
 
 def fig17_checks(d, p):
@@ -324,8 +323,7 @@ def fig19_compute(p, piece):
 
 
 def fig19_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=6.0)
+    def draw(ax):
         for j, L in enumerate(p["Ls"]):
             r = d[str(L)]
             ax.semilogy(r["alpha"], r["eps"], f"C{j}", label=f"L = {L}")
@@ -333,8 +331,8 @@ def fig19_plot(d, p, out, small):
                 ax.axvline(p["alpha0"] + r["plateau_length"], color=f"C{j}", ls="--", lw=0.8)
         ax.axvline(p["alpha0"], color="k", lw=0.7)
         ax.set(xlabel=ALPHA, ylabel=EPS, title=f"K = M = {p['M']}, N ≈ {p['N']}, β = {p['beta']}, η = {p['eta']}, O(η)")
-        ax.legend()
-        return [save(fig, out / "fig19.png", small=small, note="black: α0; dashed: α_P from Eq. (117) with the measured log-ratio")]
+
+    return one_panel(out, "fig19.png", small=small, width=6.0, draw=draw, note="black: α0; dashed: α_P from Eq. (117) with the measured log-ratio")
 
 
 def fig19_checks(d, p):
@@ -397,16 +395,15 @@ def _asym_dev(r):
 
 
 def fig6r_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=5.6)
+    def draw(ax):
         for L in p["Ls"]:
             r = d[str(L)]
             a = np.asarray(r["alpha"])
             ax.semilogy(a, r["eps"], "C0", label="ODE, O(η)")
             ax.semilogy(a[r["i0"]:], r["eq122"], "C1--", label=f"Eq. (17)/(122) from α0 = {p['alpha0'][str(L)]:g}")
         ax.set(xlabel=ALPHA, ylabel=EPS, title=f"K = M = 2, η = {p['eta']}, β = {p['beta']}, L = {p['Ls'][0]}")
-        ax.legend()
-        return [save(fig, out / "fig06_right.png", small=small)]
+
+    return one_panel(out, "fig06_right.png", small=small, width=5.6, draw=draw)
 
 
 def _asym_checks(d, p):

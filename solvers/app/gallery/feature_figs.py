@@ -11,7 +11,7 @@ import numpy as np
 
 from .base import Figure, check, slope
 from .common import eigenvalues, log_grid, finite_size_bound, sim_dev
-from .style import style, panels, save, ALPHA, EPS
+from .style import style, panels, save, one_panel, ALPHA, EPS
 
 DIGITS_NOTE = ("CIFAR-5m (the paper's data) is not available here; scikit-learn's digits data set "
                "(1797 images of 8×8 pixels, N = 64) is used instead, with its own measured spectrum.")
@@ -195,16 +195,15 @@ def fig16_compute(p, piece):
 
 
 def fig16_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=6.0)
+    def draw(ax):
         for j, beta in enumerate(p["betas"]):
             r = d[str(beta)]
             ax.loglog(r["N_ls"], r["eq74"], f"C{j}", label=f"β = {beta}: Eq. (74)")
             ax.errorbar(r["N_ls"], r["eq88"], yerr=r["eq88_se"], fmt=f"C{j}--", lw=1)
         ax.set(xlabel=r"$N_l$", ylabel=r"$\epsilon_{g,\mathrm{asymp}}$",
                title=f"N = L = {p['N']}; dashed: Eq. (88), mean of {p['n_W']} random Σ")
-        ax.legend()
-        return [save(fig, out / "fig16.png", small=small)]
+
+    return one_panel(out, "fig16.png", small=small, width=6.0, draw=draw)
 
 
 def fig16_checks(d, p):

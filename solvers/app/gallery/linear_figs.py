@@ -252,19 +252,29 @@ def _b_groups(p, key):
     return groups
 
 
-def fig10_plot(d, p, out, small):
+def _amplitude_plot(d, p, out, small, key, name, label, lam_line, axis):
+    """One panel per value of ``key``: |L b_k λ_B,k| per curve (solid, ``label(curve)``) over
+    λ_k (``lam_line`` = (line style, width, label)); ``axis(value, curve indices)`` sets the axes."""
+    lam_style, lam_lw, lam_label = lam_line
     with style() as plt:
-        g = _b_groups(p, "beta")
+        g = _b_groups(p, key)
         fig, axes = panels(plt, len(g))
-        for ax, (beta, idx) in zip(axes, g.items()):
+        for ax, (value, idx) in zip(axes, g.items()):
             for j, i in enumerate(idx):
                 c, r = p["curves"][i], d["curves"][i]
                 k = np.arange(1, c["L"] + 1)
-                ax.loglog(k, np.abs(r["Lw"]), f"C{j}", label=f"L = {c['L']}")
-                ax.loglog(k, r["lam"], f"C{j}:", lw=0.8)
-            ax.set(xlabel="k", ylabel=r"$L\,b_k\lambda_{B,k}$ (solid), $\lambda_k$ (dotted)", title=f"η = 1, β = {beta}")
+                ax.loglog(k, np.abs(r["Lw"]), f"C{j}", label=label(c))
+                ax.loglog(k, r["lam"], f"C{j}{lam_style}", lw=lam_lw, label=lam_label)
+            ax.set(**axis(value, idx))
             ax.legend()
-        return [save(fig, out / "fig10.png", small=small)]
+        return [save(fig, out / name, small=small)]
+
+
+def fig10_plot(d, p, out, small):
+    return _amplitude_plot(
+        d, p, out, small, "beta", "fig10.png", lambda c: f"L = {c['L']}", (":", 0.8, None),
+        lambda beta, idx: dict(xlabel="k", ylabel=r"$L\,b_k\lambda_{B,k}$ (solid), $\lambda_k$ (dotted)",
+                               title=f"η = 1, β = {beta}"))
 
 
 def _b_dev(r):
@@ -286,18 +296,10 @@ FIG10 = Figure(10, "Amplitudes b_k λ_B,k of the exact solution (η = 1)",
 
 
 def fig11_plot(d, p, out, small):
-    with style() as plt:
-        g = _b_groups(p, "eta")
-        fig, axes = panels(plt, len(g))
-        for ax, (eta, idx) in zip(axes, g.items()):
-            for j, i in enumerate(idx):
-                c, r = p["curves"][i], d["curves"][i]
-                k = np.arange(1, c["L"] + 1)
-                ax.loglog(k, np.abs(r["Lw"]), f"C{j}", label=f"L b_k λ_B,k (β = {c['beta']})")
-                ax.loglog(k, r["lam"], f"C{j}--", lw=0.9, label="λ_k")
-            ax.set(xlabel="k", title=f"L = {p['curves'][idx[0]]['L']}, η = {eta}")
-            ax.legend()
-        return [save(fig, out / "fig11.png", small=small)]
+    return _amplitude_plot(
+        d, p, out, small, "eta", "fig11.png", lambda c: f"L b_k λ_B,k (β = {c['beta']})",
+        ("--", 0.9, "λ_k"),
+        lambda eta, idx: dict(xlabel="k", title=f"L = {p['curves'][idx[0]]['L']}, η = {eta}"))
 
 
 def fig11_checks(d, p):

@@ -55,3 +55,12 @@ def save(fig, path: Path, *, small: bool, note: str | None = None) -> Path:
 
 ALPHA = r"$\alpha$"
 EPS = r"$\epsilon_g$"
+
+
+def one_panel(out: Path, name: str, *, small: bool, width: float, draw, note: str | None = None) -> list:
+    """A one-panel figure with a legend, ``draw(ax)`` filling the panel; saved as ``out / name``."""
+    with style() as plt:
+        fig, (ax,) = panels(plt, 1, width=width)
+        draw(ax)
+        ax.legend()
+        return [save(fig, out / name, small=small, note=note)]

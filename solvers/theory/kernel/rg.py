@@ -90,13 +90,18 @@ def _prep(spec_or_prep):
     return spec_or_prep if isinstance(spec_or_prep, _Prepared) else _Prepared(spec_or_prep)
 
 
+def _cut(prep, P, T, cut):
+    """(P, n, T_n, UV power) at sample size P: the decimation both RG closures start from."""
+    P = float(P)
+    n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut, _tails(prep)[0])
+    return P, n, Tn, _uv_power(prep, n)
+
+
 def rg_ek(spec, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
     prep = _prep(spec)
     out = []
     for P in Ps:
-        P = float(P)
-        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut, _tails(prep)[0])
-        uv = _uv_power(prep, n)
+        P, n, Tn, uv = _cut(prep, P, T, cut)
         kS = Tn / P
         _, sL2, _, bias = prep.sums(kS, n) if n else (0.0, 0.0, 0.0, 0.0)
         gamma = sL2 / P
@@ -109,9 +114,7 @@ def rg_gda(spec, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
     prep = _prep(spec)
     out = []
     for P in Ps:
-        P = float(P)
-        n, Tn = decimation_cut(prep.lam, prep.mult, P, float(T), cut, _tails(prep)[0])
-        uv = _uv_power(prep, n)
+        P, n, Tn, uv = _cut(prep, P, T, cut)
         noise = float(sigma2) + uv
         if n == 0:
             out.append(Approx(P, Tn, Tn / P, 0.0, uv, 0, 0, Tn))

@@ -1,0 +1,52 @@
+"""Coefficient-k recurrences shared by every printed Taylor jet module.
+
+``derive/taylor.py`` prints one ``solvers/generated/*_taylor.py`` module per system; each of
+them needs the same handful of Cauchy-product recurrences.  They used to be printed into every
+module from a template; they live here once instead, and the printed modules import them under
+their old private names (``from solvers.integrators.jet_ops import mul as _mul, ...``) so the
+printed bodies are unchanged.
+
+Interface of a printed jet module (``scaling-odes regenerate`` writes one per system):
+``jets_start(v1, t1, eta, ctx)`` -> (state, order-0 outputs); ``jets_extend(state, v1k, k)``
+appends coefficient k (>= 1) of every node (v1k: coefficient k of the level-1 state) and returns
+coefficient k of the outputs: the nonzero a entries (A_INDEX order of the system's module,
+``derive.codegen.module_name``) then the f entries (F_INDEX order), N_OUTPUTS in all;
+``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
+
+All functions here take lists of Taylor coefficients (any number type supporting ``+ * /``) and return
+coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result where needed.
+"""
+
+from operator import mul as _m
+
+__all__ = ["mul", "sqr", "inv", "pow", "asin"]
+
+
+def mul(u, v, k):
+    """Coefficient k of u*v."""
+    return sum(map(_m, u[:k + 1], v[k::-1]))
+
+
+def sqr(u, k):
+    """Coefficient k of u**2."""
+    # half the products of mul(u, u, k): the convolution is symmetric
+    h = (k + 1)//2
+    s = 2*sum(map(_m, u[:h], u[k:k - h:-1]))
+    return s + u[k//2]**2 if k % 2 == 0 else s
+
+
+def inv(u, w, k):
+    """Coefficient k of w = 1/u (w holds coefficients 0..k-1)."""
+    return -sum(map(_m, u[1:k + 1], w[k - 1::-1]))/u[0]
+
+
+def pow(u, w, k, p, q):  # noqa: A001 - public name mirrors the node kind "pow"
+    """Coefficient k of w = u**(p/q) (w holds coefficients 0..k-1)."""
+    # q*k*u0*w_k = sum_j (p*j - q*(k - j)) u_j w_(k-j), exponent p/q
+    weights = [(p + q)*j - q*k for j in range(1, k + 1)]
+    return sum(map(_m, weights, map(_m, u[1:k + 1], w[k - 1::-1])))/(q*k*u[0])
+
+
+def asin(u, w, s, k):
+    """Coefficient k of w = asin(u), given s = sqrt(1 - u**2) (w holds 0..k-1)."""
+    return (k*u[k] - sum(map(_m, range(1, k), map(_m, w[1:k], s[k - 1:0:-1]))))/(k*s[0])
