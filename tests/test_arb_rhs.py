@@ -13,6 +13,8 @@ from solvers.hierarchy.odes import agreement_digits, integrate_problem
 from solvers.core.problem import Problem, random_init
 from solvers.core.registry import load
 
+pytestmark = [pytest.mark.second_basis, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 DPS = 60
 
 

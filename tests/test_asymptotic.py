@@ -9,6 +9,8 @@ from derive import asymptotic as da
 from derive import spectra
 from solvers.theory.asymptotic import Linearisation
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 
 def test_G_matches_paper_at_M2():
     G = da.G_paper(2)

@@ -12,6 +12,8 @@ from derive import asymptotic as da
 from derive import spectra
 from solvers.theory.asymptotic import group_counts, group_misses
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 x = sp.Symbol("x")
 Msym = sp.Symbol("M", positive=True, integer=True)
 

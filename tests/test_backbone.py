@@ -12,6 +12,8 @@ from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.sim.simulate import simulate
 
+pytestmark = [pytest.mark.second_basis, pytest.mark.closed_form, pytest.mark.simulation, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 
 def _figure1_like(L, seed=0):
     s = spectra.power_law(L, 1)

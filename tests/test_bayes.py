@@ -20,6 +20,8 @@ from solvers.theory.bayes.activation import named
 from solvers.theory.bayes.channel import branch_t_np
 from solvers.theory.bayes.limits import LimitLtHalf
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision, pytest.mark.quadrature, pytest.mark.brute_force]  # oracle (tests/conftest.py)
+
 
 # ---- symbolic layer --------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ import pytest
 
 from cli_support import run_cli, write_spec
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 BASE = """[bayes]
 activation = "cubic"
 d = 200

@@ -8,7 +8,7 @@ from solvers.theory.bayes import Setup, jump_pair
 from solvers.theory.bayes.activation import named
 from solvers.theory.bayes.limits import LimitLtHalf
 
-pytestmark = pytest.mark.full
+pytestmark = [pytest.mark.full, pytest.mark.closed_form, pytest.mark.quadrature]  # oracle (tests/conftest.py)
 
 
 def test_exponent_feature_learning_regime():

@@ -23,6 +23,8 @@ import pytest
 
 from solvers.theory.bayes import sampling as S
 
+pytestmark = [pytest.mark.sampling]  # oracle (tests/conftest.py)
+
 
 def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(3)

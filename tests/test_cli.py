@@ -8,6 +8,8 @@ import pytest
 
 from cli_support import erf_spec, run_cli as _run, write_spec as _spec
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 GOOD = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis='"{basis}"', dps="{dps}",
                 digits="{digits}")
 

@@ -5,6 +5,8 @@ import pytest
 
 from cli_support import run_cli, write_spec
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 BASE = """
 [kernel]
 a = 2.0

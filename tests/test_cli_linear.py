@@ -6,6 +6,8 @@ import pytest
 from cli_support import LINEAR_L16
 from solvers.app.cli.main import main
 
+pytestmark = [pytest.mark.contract, pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 BASE = LINEAR_L16 + """[training]
 eta = 0.5
 sigma_J = 0.1

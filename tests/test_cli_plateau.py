@@ -15,6 +15,8 @@ from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
 from cli_support import erf_K2, run_cli as _run, toml_list as _toml_list, write_spec as _write
 
+pytestmark = [pytest.mark.contract, pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 BASE = erf_K2("{L}", "{N}") + """[training]
 eta = {eta}
 order = 1

@@ -8,6 +8,8 @@ from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
 from cli_support import erf_spec, run_cli as _run, toml_list as _toml_list, write_spec as _write
 
+pytestmark = [pytest.mark.contract, pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 SPEC = erf_spec(eta=0.5, sigma_J=0.1, seed=3, alpha_max=20, basis='"modes"', dps='"float64"',
                 digits=8)
 

@@ -13,6 +13,8 @@ from solvers.core import registry
 from solvers.core.numbers import FlintContext, Float64Context, MpmathContext, to_mpf
 from solvers.core.problem import Problem, random_init
 
+pytestmark = [pytest.mark.higher_precision, pytest.mark.second_basis, pytest.mark.contract]  # oracle (tests/conftest.py)
+
 DPS = 40
 TOL = mpmath.mpf(10) ** (-(DPS - 8))   # a few hundred roundings of O(1) terms, 8 digits spare
 

@@ -34,6 +34,8 @@ from solvers.theory import asymptotic as A
 from solvers.core.numbers import Float64Context
 from solvers.core.problem import InitialCondition, Problem, expected_init, random_init, unpack_state
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 ETA = Fraction(1, 4)
 KEY = SystemKey("erf", 2, 2)
 EPS_MIN = 1e-10

@@ -17,6 +17,8 @@ import pytest
 from derive import spectra
 from solvers.theory import plateau as P
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 ETA = Fraction(1, 2)
 
 

@@ -16,6 +16,8 @@ from cli_support import LINEAR_L16
 from solvers.theory import feature_scaling as fs
 from solvers.sim.simulate import power_law_eigenvalues, simulate
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 
 def test_partial_blocks_match_direction_sum():
     # N_l not a multiple of N/L: the block formula must equal the plain sum over directions.

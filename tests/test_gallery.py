@@ -14,6 +14,8 @@ import pytest
 
 from solvers.app.gallery import all_figures, runner
 
+pytestmark = [pytest.mark.contract, pytest.mark.closed_form, pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # checks that hold at any size (identities, rigorous bounds, fixed-point residuals): they must pass

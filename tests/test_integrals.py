@@ -23,6 +23,8 @@ from scipy.special import erf
 
 from derive.integrals import ACTIVATIONS, I2, I3, I4, covariance_symbols
 
+pytestmark = [pytest.mark.quadrature]  # oracle (tests/conftest.py)
+
 FUNCS = {2: I2, 3: I3, 4: I4}  # keyed by the dimension of the covariance each one takes
 SEEDS = [0, 1, 2, 3, 4]
 

@@ -11,6 +11,8 @@ from solvers.integrators import rk78 as integ
 from solvers.integrators.rk78 import IntegrationError, fixed_step_rk4, integrate
 from solvers.core.numbers import Float64Context, FlintContext, MpmathContext
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 # --- the tableau, exactly ---------------------------------------------------------------------
 
 

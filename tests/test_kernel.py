@@ -288,6 +288,8 @@ def test_slides_literal_reading_is_12_to_14_percent_high(pl2000):
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 
 @settings(max_examples=40, deadline=None)
 @given(logs=st.lists(st.floats(-12, 3), min_size=1, max_size=25, unique=True),

@@ -8,6 +8,8 @@ import sympy as sp
 
 from derive import kernel as K
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 
 def test_no_float_literals_in_the_symbolic_layer():
     tree = ast.parse(Path(K.__file__).read_text())

@@ -17,6 +17,8 @@ from kernel_support import theory_vs_mc
 from solvers.theory.kernel import eigenlearning, kernel_mc_averaged, power_law
 from solvers.theory.kernel.montecarlo import _averaged_error, _fit
 
+pytestmark = [pytest.mark.sampling, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 SETTINGS = [(0.0, 0.0), (1e-2, 1e-2), (1e-4, 1e-2)]
 # P (E_MC/E_eig − 1) measured 0.40 (P = 8) … 0.54 (P = 64); the band below is that spread
 C_BAND = (0.45, 0.1)

@@ -7,6 +7,8 @@ import pytest
 from kernel_support import theory_vs_mc
 from solvers.theory.kernel import eigenlearning, explicit, kernel_mc, mc_learnability, power_law
 
+pytestmark = [pytest.mark.sampling]  # oracle (tests/conftest.py)
+
 SETTINGS = [(0.0, 0.0), (1e-2, 1e-2), (1e-4, 1e-2)]
 
 

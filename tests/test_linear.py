@@ -14,6 +14,8 @@ from solvers.theory import linear as sl
 from solvers.hierarchy.odes import agreement_digits, integrate_problem
 from solvers.core.problem import Problem, expected_init
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 ETAS = [Fraction(1, 10), Fraction(1, 2), Fraction(1)]
 BETAS = [Fraction(3, 10), Fraction(1), Fraction(3, 2)]
 # α grid as powers of two: the level route reuses its chain of squarings along it

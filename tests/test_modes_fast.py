@@ -23,6 +23,8 @@ from solvers.hierarchy.odes import integrate_problem
 from solvers.core.problem import Problem, expected_init, random_init
 from solvers.core.registry import load
 
+pytestmark = [pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 
 def _random_state(rng, L, K, M, scale=0.3):
     """Mode overlaps of a random PSD Ω_k (so every square root in the closed forms is real)."""

@@ -3,6 +3,9 @@ K = M = 40.  Correctness only (timings: bench/bench_modes_fast.py)."""
 import numpy as np
 
 from solvers.hierarchy import modes_fast as mf
+import pytest
+
+pytestmark = [pytest.mark.second_basis]  # oracle (tests/conftest.py)
 
 
 def test_L4096_converges_in_rtol():

@@ -13,6 +13,8 @@ from scipy import stats
 
 from solvers.sim import normals as nm
 
+pytestmark = [pytest.mark.statistics, pytest.mark.quadrature]  # oracle (tests/conftest.py)
+
 N_DRAW = 2_000_000
 
 

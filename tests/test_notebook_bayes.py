@@ -7,6 +7,8 @@ import pytest
 
 from test_notebooks import _check_kernel_environment, _execute
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 
 def test_08_bayes_optimal(monkeypatch, tmp_path):
     nb = _execute("08_bayes_optimal.ipynb", monkeypatch, tmp_path)

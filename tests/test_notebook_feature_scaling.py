@@ -9,6 +9,8 @@ from solvers.theory.feature_scaling import fit_exponent
 
 from test_notebooks import run_small
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 pytest.importorskip("nbclient")
 
 

@@ -6,6 +6,8 @@ pytest.importorskip("nbclient")
 
 from test_notebooks import run_small  # noqa: E402
 
+pytestmark = [pytest.mark.sampling]  # oracle (tests/conftest.py)
+
 
 def test_09_kernel_curves(monkeypatch, tmp_path):
     s = run_small("09_kernel_curves.ipynb", "09_kernel_summary.json", monkeypatch, tmp_path)

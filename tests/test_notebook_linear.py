@@ -6,6 +6,8 @@ pytest.importorskip("nbclient")
 
 from test_notebooks import run_summary  # noqa: E402
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 
 def test_03_linear_theory(monkeypatch, tmp_path):
     summary = run_summary("03_linear_theory.ipynb", "03_linear_summary.json", monkeypatch, tmp_path)

@@ -11,6 +11,8 @@ import pytest
 
 from test_notebooks import _check_kernel_environment, _execute
 
+pytestmark = [pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 pytest.importorskip("nbclient")
 
 NB = "07_more_overlays.ipynb"

@@ -6,6 +6,8 @@ import pytest
 
 from test_notebooks import run_small
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 pytest.importorskip("nbclient")
 
 

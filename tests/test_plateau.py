@@ -16,6 +16,8 @@ from derive import spectra
 from solvers.theory import plateau as P
 from solvers.core.numbers import MpmathContext
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 
 def _teacher(L, seed):
     rng = np.random.default_rng(seed)

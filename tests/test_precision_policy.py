@@ -6,6 +6,8 @@ import pytest
 from solvers.core.numbers import context
 from solvers.hierarchy import precision
 
+pytestmark = [pytest.mark.contract, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 
 def test_plan_follows_the_documented_policy():
     p = precision.plan("levels", "auto", 12, 64)

@@ -5,6 +5,8 @@ from scipy.stats import ortho_group
 
 from solvers.theory import realdata as rd
 
+pytestmark = [pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 
 def _power_law_data(n, N, beta, seed):
     rng = np.random.default_rng(seed)

@@ -11,6 +11,8 @@ import pytest
 
 from cli_support import run_cli, toml_list, write_spec
 
+pytestmark = [pytest.mark.contract, pytest.mark.second_basis, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 
 def spec_text(model='activation = "erf"\nK = 2\nM = 2', data="L = 4\nbeta = 1\nN = 64",
               training="eta = 0.1\nsigma_J = 0.01\nseed = 0",

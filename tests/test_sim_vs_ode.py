@@ -19,6 +19,8 @@ from solvers.hierarchy.odes import integrate_problem
 from solvers.core.problem import Problem, explicit_init
 from solvers.sim.simulate import simulate
 
+pytestmark = [pytest.mark.simulation]  # oracle (tests/conftest.py)
+
 SEEDS = range(12)
 ETA = Fraction(1, 2)
 

@@ -18,6 +18,8 @@ from solvers.sim.simulate import (
     simulate_many,
 )
 
+pytestmark = [pytest.mark.closed_form]  # oracle (tests/conftest.py)
+
 @pytest.fixture(autouse=True)
 def _column_kernel_from_k8(monkeypatch):
     monkeypatch.setattr(sim, "_COLUMN_KERNEL_MIN_K", 8)

@@ -8,6 +8,8 @@ import pytest
 from solvers.app.spec import (DataSpec, InitSpec, ModelSpec, SolveSpec, Spec, SpecError,
                           TrainingSpec, load_spec, parse_spec, spec_to_dict)
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 SECTIONS = {
     "model": "",
     "data": "L = 4\nbeta = 1.0\nN = 64",

@@ -20,6 +20,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
+import pytest
+
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
 PER_EXAMPLE_SECONDS = 30        # generous: the machine is shared; a tiny valid spec takes < 1 s
 

@@ -8,6 +8,8 @@ from solvers.app.cli import main as cli
 
 from solvers.app import sweep
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 xr = pytest.importorskip("xarray")
 
 SWEEP = erf_K2(2, 32) + """[training]

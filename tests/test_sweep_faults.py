@@ -15,6 +15,8 @@ from cli_support import erf_K2, run_cli
 from solvers.app import sweep
 from solvers.app.workers import DirectoryLock
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 xr = pytest.importorskip("xarray")
 
 BASE = erf_K2(2, "{N}") + """[training]

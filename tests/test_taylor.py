@@ -18,6 +18,8 @@ from solvers.core.registry import load
 from solvers.hierarchy.odes import agreement_digits, estimated_dps, integrate_problem
 from solvers.integrators.taylor import TaylorSeries, _horner, taylor_order
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 
 def _problem(key, L, order=1, seed=0):
     s = spectra.power_law(L, 1)
