@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     from solvers.integrators.rk78 import IntegrationError
-    from solvers.hierarchy.odes import PrecisionLost
+    from solvers.hierarchy.precision import PrecisionLost   # SymPy-free: not odes
     from solvers.app.spec import SpecError
     caught = []
     try:
