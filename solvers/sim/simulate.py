@@ -70,7 +70,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from solvers.sim.normals import fill_normals, seed_state
+from solvers.sim.normals import fill_normals, fill_normals_f32, seed_state
 from solvers.sim.normals import standard_normal as _xoshiro_normals
 
 __all__ = [
@@ -85,7 +85,8 @@ __all__ = [
 ACTIVATIONS = ("erf", "linear")
 # Sources of the training inputs: "xoshiro" (default, solvers/sim/normals.py) or "numpy", the
 # PCG64 stream of NumPy's Generator (the reference: bit-identical to rng.standard_normal).
-GENERATORS = ("xoshiro", "numpy")
+GENERATORS = ("xoshiro", "numpy", "float32")
+_GEN_CODE = {"numpy": 0, "xoshiro": 1, "float32": 2}
 # Largest number of SGD steps accepted: far beyond any run that can finish (10^12 steps are a few
 # weeks at 10^6 steps/s), and well inside int64, where round(alpha N) would otherwise overflow.
 MAX_STEPS = 10**12
@@ -235,11 +236,14 @@ def _error_signal(act, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _draw(rng, state, bits, s, z):
-    """z = s * (next N normals) of the input stream: xoshiro lanes, or NumPy's PCG64 stream
-    when ``state`` has no lanes (the reference path; bit-identical to rng.standard_normal)."""
-    if state.shape[1]:
+def _draw(gen, rng, state, bits, s, z):
+    """z = s * (next N normals) of the input stream: gen 0 = NumPy's PCG64 stream (the
+    reference; bit-identical to rng.standard_normal), 1 = xoshiro lanes + ziggurat, 2 = xoshiro
+    lanes + float32 inverse CDF (solvers/sim/normals.py)."""
+    if gen == 1:
         fill_normals(state, bits, s, z)
+    elif gen == 2:
+        fill_normals_f32(state, bits, s, z)
     else:
         for a in range(z.shape[0]):
             z[a] = s[a] * rng.standard_normal()
@@ -271,69 +275,24 @@ def _update_dot(Ji, c, z, zn):
 
 
 @njit(cache=True, nogil=True)
-def _fields_rows(J, B, z, x, y):
+def _fields(cols, J, B, z, x, y):
+    """x = J z / sqrt(N), y = B z / sqrt(N) for weights in row (J (K, N)) or column (J (N, K))
+    layout."""
+    if cols:
+        x[:] = 0.0
+        y[:] = 0.0
+        for a in range(z.shape[0]):
+            za = z[a]
+            for i in range(x.shape[0]):
+                x[i] += J[a, i] * za
+            for n in range(y.shape[0]):
+                y[n] += B[a, n] * za
+    else:
+        for i in range(x.shape[0]):
+            x[i] = _dot_simd(J[i], z)
+        for n in range(y.shape[0]):
+            y[n] = _dot_simd(B[n], z)
     isq = 1.0 / math.sqrt(z.shape[0])
-    for i in range(J.shape[0]):
-        x[i] = _dot_simd(J[i], z) * isq
-    for n in range(B.shape[0]):
-        y[n] = _dot_simd(B[n], z) * isq
-
-
-@njit(cache=True, nogil=True)
-def _prime_rows(rng, state, bits, J, B, s, z, x, y):
-    _draw(rng, state, bits, s, z)
-    _fields_rows(J, B, z, x, y)
-
-
-@njit(cache=True, nogil=True)
-def _steps_rows(rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y):
-    """n_steps SGD steps, weights in row layout J (K, N), B (M, N).
-
-    On entry (z, x, y) hold the current sample and its fields; on exit the next one (so the
-    stream consumption is independent of how steps are split into calls).  Returns -1, or the
-    step index t at which a field became non-finite (weights non-finite after t steps).
-    Only coordinates a < n_tr are updated.  The next sample is drawn before the update, which
-    is fused with the next field (J is streamed once per step).
-    """
-    K, N = J.shape
-    M = B.shape[0]
-    coef = eta * (math.sqrt(M) / K) / math.sqrt(N)
-    isq = 1.0 / math.sqrt(N)
-    zn = np.empty(N)
-    state_z, state_x, state_y = z, x, y
-    z, x, y = z.copy(), x.copy(), y.copy()
-    for t in range(n_steps):
-        delta = _error_signal(act, x, y)
-        if not math.isfinite(delta):
-            return t
-        _draw(rng, state, bits, s, zn)
-        for i in range(K):
-            c = coef * delta * _gprime(act, x[i])
-            xi = _update_dot(J[i, :n_tr], c, z[:n_tr], zn[:n_tr])
-            if n_tr < N:
-                xi += _dot_simd(J[i, n_tr:], zn[n_tr:])
-            x[i] = xi * isq
-        for n in range(M):
-            y[n] = _dot_simd(B[n], zn) * isq
-        z, zn = zn, z
-    state_z[:] = z
-    state_x[:] = x
-    state_y[:] = y
-    return -1
-
-
-@njit(cache=True, nogil=True)
-def _fields_cols(Jt, Bt, z, x, y):
-    N = z.shape[0]
-    x[:] = 0.0
-    y[:] = 0.0
-    for a in range(N):
-        za = z[a]
-        for i in range(Jt.shape[1]):
-            x[i] += Jt[a, i] * za
-        for n in range(Bt.shape[1]):
-            y[n] += Bt[a, n] * za
-    isq = 1.0 / math.sqrt(N)
     for i in range(x.shape[0]):
         x[i] *= isq
     for n in range(y.shape[0]):
@@ -341,22 +300,65 @@ def _fields_cols(Jt, Bt, z, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _prime_cols(rng, state, bits, Jt, Bt, s, z, x, y):
-    _draw(rng, state, bits, s, z)
-    _fields_cols(Jt, Bt, z, x, y)
+def _prime(gen, rng, state, bits, J, B, s, z, x, y, cols):
+    _draw(gen, rng, state, bits, s, z)
+    _fields(cols, J, B, z, x, y)
 
 
 @njit(cache=True, nogil=True)
-def _steps_cols(rng, state, bits, Jt, Bt, s, n_tr, eta, act, n_steps, z, x, y):
-    """As _steps_rows with weights in column layout Jt (N, K), Bt (N, M).
+def _update_fields_rows(J, B, c, z, zn, n_tr, x, y):
+    """J[i, :n_tr] += c_i z (row layout), fused with the unscaled fields of the next sample zn."""
+    N = zn.shape[0]
+    for i in range(J.shape[0]):
+        xi = _update_dot(J[i, :n_tr], c[i], z[:n_tr], zn[:n_tr])
+        if n_tr < N:
+            xi += _dot_simd(J[i, n_tr:], zn[n_tr:])
+        x[i] = xi
+    for n in range(B.shape[0]):
+        y[n] = _dot_simd(B[n], zn)
 
-    The next sample is drawn before the update so that J is streamed once per step: each
-    updated J[a, :] is immediately used for the next fields (same sums, same order, as a
-    separate pass would do).  The inner loops over i, n vectorise; the sums over a stay serial.
-    The state is worked on in local copies, which LLVM knows cannot alias Jt (measured 5-15 %).
+
+@njit(cache=True, nogil=True)
+def _update_fields_cols(Jt, Bt, c, z, zn, n_tr, x, y):
+    """As _update_fields_rows with weights in column layout Jt (N, K), Bt (N, M): each updated
+    Jt[a, :] is used at once for the next fields (same sums, same order, as a separate pass).
+    The inner loops over i, n vectorise; the sums over a stay serial."""
+    K = x.shape[0]
+    M = y.shape[0]
+    x[:] = 0.0
+    y[:] = 0.0
+    for a in range(n_tr):
+        za = z[a]
+        zna = zn[a]
+        for i in range(K):
+            v = Jt[a, i] + c[i] * za
+            Jt[a, i] = v
+            x[i] += v * zna
+        for n in range(M):
+            y[n] += Bt[a, n] * zna
+    for a in range(n_tr, zn.shape[0]):
+        zna = zn[a]
+        for i in range(K):
+            x[i] += Jt[a, i] * zna
+        for n in range(M):
+            y[n] += Bt[a, n] * zna
+
+
+@njit(cache=True, nogil=True)
+def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, cols):
+    """n_steps SGD steps; weights J, B in row layout ((K, N), (M, N)) or, with ``cols``, in
+    column layout ((N, K), (N, M); used from K = _COLUMN_KERNEL_MIN_K).
+
+    On entry (z, x, y) hold the current sample and its fields; on exit the next one (so the
+    stream consumption is independent of how steps are split into calls).  Returns -1, or the
+    step index t at which a field became non-finite (weights non-finite after t steps).
+    Only coordinates a < n_tr are updated.  The next sample is drawn before the update, which
+    is fused with the next fields (J is streamed once per step).  The sample and fields are
+    worked on in local copies, which LLVM knows cannot alias J (measured 5-15 %).
     """
-    N, K = Jt.shape
-    M = Bt.shape[1]
+    K = x.shape[0]
+    M = y.shape[0]
+    N = z.shape[0]
     coef = eta * (math.sqrt(M) / K) / math.sqrt(N)
     isq = 1.0 / math.sqrt(N)
     c = np.empty(K)
@@ -369,24 +371,11 @@ def _steps_cols(rng, state, bits, Jt, Bt, s, n_tr, eta, act, n_steps, z, x, y):
             return t
         for i in range(K):
             c[i] = coef * delta * _gprime(act, x[i])
-        _draw(rng, state, bits, s, zn)
-        x[:] = 0.0
-        y[:] = 0.0
-        for a in range(n_tr):
-            za = z[a]
-            zna = zn[a]
-            for i in range(K):
-                v = Jt[a, i] + c[i] * za
-                Jt[a, i] = v
-                x[i] += v * zna
-            for n in range(M):
-                y[n] += Bt[a, n] * zna
-        for a in range(n_tr, N):
-            zna = zn[a]
-            for i in range(K):
-                x[i] += Jt[a, i] * zna
-            for n in range(M):
-                y[n] += Bt[a, n] * zna
+        _draw(gen, rng, state, bits, s, zn)
+        if cols:
+            _update_fields_cols(J, B, c, z, zn, n_tr, x, y)
+        else:
+            _update_fields_rows(J, B, c, z, zn, n_tr, x, y)
         for i in range(K):
             x[i] *= isq
         for n in range(M):
@@ -565,8 +554,8 @@ def _streams(seed):
 def _input_source(st: _Setup):
     """(numpy Generator, xoshiro state, scratch) of the training inputs for the kernels.
 
-    Both come from SeedSequence(seed).spawn(5)[3]; the unused one is a dummy (a state with no
-    lanes selects the NumPy path in ``_draw``).
+    Both come from SeedSequence(seed).spawn(5)[3]; the unused one is a dummy (``_draw`` picks
+    the source by the generator's code).
     """
     child = np.random.SeedSequence(st.seed).spawn(5)[3]
     if st.generator == "numpy":
@@ -717,12 +706,11 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     columns = st.K >= _COLUMN_KERNEL_MIN_K
     if columns:
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
-        prime, steps_fn = _prime_cols, _steps_cols
     else:
         Jw, Bw = Jt, Bt
-        prime, steps_fn = _prime_rows, _steps_rows
+    gen = _GEN_CODE[st.generator]
     z, x, y = np.empty(st.N), np.empty(st.K), np.empty(st.M)
-    prime(g_data, state, bits, Jw, Bw, scale, z, x, y)
+    _prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
 
     per_call = max(1, _CALL_WORK // (st.N * (st.K + st.M)))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
@@ -732,8 +720,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
             while done < target:
                 n = int(min(per_call, target - done))
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = steps_fn(g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
-                               z, x, y)
+                bad = _steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
+                             z, x, y, columns)
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
@@ -778,8 +766,10 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
         def draw():
             return scale * g_data.standard_normal(st.N)
     else:
+        kind = "float32" if st.generator == "float32" else "ziggurat"
+
         def draw():
-            return _xoshiro_normals(state, st.N, scale)
+            return _xoshiro_normals(state, st.N, scale, kind)
     scale = st.scale
     init_modes = _init_modes(st, Jt0, Bt0)
     lam_a = scale**2
