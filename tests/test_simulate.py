@@ -109,7 +109,7 @@ def test_alpha_grid_is_the_one_hit():
     assert r.steps_per_second > 0
 
 
-@pytest.mark.parametrize("generator", ["xoshiro", "numpy"])
+@pytest.mark.parametrize("generator", ["xoshiro", "numpy", "float32"])
 def test_simulate_many_matches_sequential_in_order(generator):
     kw = {**TINY, "alphas": [0, 5], "rotate": True, "generator": generator}
     seeds = [3, 1]
