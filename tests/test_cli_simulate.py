@@ -109,9 +109,9 @@ def test_simulate_missing_file(tmp_path, capsys):
 
 
 def test_generator_choice(tmp_path, capsys):
-    """Both input sources run; they are different streams (same weights, same eps_g at alpha 0)."""
+    """All input sources run; they are different streams (same weights, same eps_g at alpha 0)."""
     out = {}
-    for g in ("xoshiro", "numpy"):
+    for g in ("xoshiro", "numpy", "float32"):
         spec = _write(tmp_path, SPEC + f'[simulate]\ngenerator = "{g}"\n', f"{g}.toml")
         code, text, err = _run(["simulate", spec, "--json", "--no-progress"], capsys)
         assert code == 0, err
@@ -119,6 +119,8 @@ def test_generator_choice(tmp_path, capsys):
         assert out[g]["meta"]["generator"] == g
     assert out["xoshiro"]["eps_g"][0] == out["numpy"]["eps_g"][0]
     assert out["xoshiro"]["eps_g"][1:] != out["numpy"]["eps_g"][1:]
+    assert out["float32"]["eps_g"][0] == out["xoshiro"]["eps_g"][0]
+    assert out["float32"]["eps_g"][1:] != out["xoshiro"]["eps_g"][1:]
     default = json.loads(_run(["simulate", _write(tmp_path, SPEC), "--json", "--no-progress"],
                               capsys)[1])
     assert default["eps_g"] == out["xoshiro"]["eps_g"]

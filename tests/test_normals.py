@@ -1,5 +1,9 @@
 """The simulator's input generator (solvers/sim/normals.py): xoshiro256++ lanes + ziggurat.
 
+The distribution and independence tests run on both transforms of the lanes' words: the
+ziggurat (float64 deviates, generator "xoshiro") and the float32 inverse CDF (generator
+"float32", whose own accuracy tests are in tests/test_normals_f32.py).
+
 Statistical tests use fixed seeds, so they are deterministic; each threshold is a multiple of
 the statistic's standard error (stated at the assertion), chosen so that a correct generator
 passes with overwhelming probability while a real defect (a wrong layer, a missing tail, shared
@@ -10,7 +14,9 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import erfinv
 
+from solvers.generated import normal_f32 as f32_tables
 from solvers.sim import normals as nm
 
 pytestmark = [pytest.mark.statistics, pytest.mark.quadrature]  # oracle (tests/conftest.py)
@@ -18,9 +24,9 @@ pytestmark = [pytest.mark.statistics, pytest.mark.quadrature]  # oracle (tests/c
 N_DRAW = 2_000_000
 
 
-@pytest.fixture(scope="module")
-def sample():
-    return nm.standard_normal(nm.seed_state(2024), N_DRAW)
+@pytest.fixture(scope="module", params=nm.KINDS)
+def sample(request):
+    return nm.standard_normal(nm.seed_state(2024), N_DRAW, kind=request.param)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,9 +121,12 @@ def test_kolmogorov_smirnov_and_fine_bins(sample):
     assert stats.chi2.sf(chi2, 999) > 1e-3, chi2
 
 
-def test_tail_beyond_the_base_strip(sample):
-    # |z| > r goes through the tail algorithm; expected count n * 2 Phi(-r) (~500 here)
-    r = nm.ZIGGURAT["r"]
+# the tail paths: beyond the ziggurat's base strip r, and beyond the float32 transform's
+# central range (where it switches to its float64 tail formula)
+@pytest.mark.parametrize("r", [nm.ZIGGURAT["r"], math.sqrt(2) * erfinv(f32_tables.U_CENTRAL)],
+                         ids=["ziggurat_tail", "float32_tail"])
+def test_tail_beyond_the_base_strip(sample, r):
+    # expected count n * 2 Phi(-r) (~500 beyond the ziggurat's r)
     p = 2 * stats.norm.sf(r)
     n_tail = int(np.sum(np.abs(sample) > r))
     assert abs(n_tail - sample.size * p) < 5 * math.sqrt(sample.size * p)
@@ -142,12 +151,13 @@ def test_scale_multiplies_each_entry():
 def test_lanes_and_seeds_are_uncorrelated(sample):
     # entries a and a + 1 come from different lanes, a and a + LANES from one lane's consecutive
     # outputs; N(0,1) correlations of independent samples have standard error 1/sqrt(n)
-    for lag in (1, 2, nm.LANES, nm.LANES + 1, 1024):
+    # (float32: two entries per word, so lag 2 LANES is one lane's next word)
+    for lag in (1, 2, nm.LANES, nm.LANES + 1, 2 * nm.LANES, 1024):
         c = np.corrcoef(sample[:-lag], sample[lag:])[0, 1]
         assert abs(c) < 5 / math.sqrt(sample.size - lag), (lag, c)
     # squares too (dependence that is not linear)
     q = sample**2
-    for lag in (1, nm.LANES):
+    for lag in (1, nm.LANES, 2 * nm.LANES):
         c = np.corrcoef(q[:-lag], q[lag:])[0, 1]
         assert abs(c) < 5 / math.sqrt(sample.size - lag), (lag, c)
     # the lanes as columns: all pairwise correlations
@@ -161,7 +171,8 @@ def test_lanes_and_seeds_are_uncorrelated(sample):
     assert abs(c) < 5 / math.sqrt(200_000)
 
 
-def test_two_sample_ks_between_seeds():
-    a = nm.standard_normal(nm.seed_state(11), 200_000)
-    b = nm.standard_normal(nm.seed_state(12), 200_000)
+@pytest.mark.parametrize("kind", nm.KINDS)
+def test_two_sample_ks_between_seeds(kind):
+    a = nm.standard_normal(nm.seed_state(11), 200_000, kind=kind)
+    b = nm.standard_normal(nm.seed_state(12), 200_000, kind=kind)
     assert stats.ks_2samp(a, b).pvalue > 1e-3

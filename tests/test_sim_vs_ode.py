@@ -25,12 +25,12 @@ SEEDS = range(12)
 ETA = Fraction(1, 2)
 
 
-def discrepancies(N, spectrum, alphas):
+def discrepancies(N, spectrum, alphas, generator="xoshiro"):
     lam = [float(v) for v in spectrum.eigenvalues]
     out = []
     for seed in SEEDS:
         r = simulate(activation="erf", K=2, M=2, N=N, eta=float(ETA), sigma_J=0.1, seed=seed,
-                     alphas=alphas, eigenvalues=lam)
+                     alphas=alphas, eigenvalues=lam, generator=generator)
         init = explicit_init("modes", r.init_modes["R"], r.init_modes["Q"], r.init_modes["T"])
         prob = Problem(SystemKey("erf", 2, 2), spectrum, ETA, 2, init)
         # rtol 1e-10: ODE error ~1e-10, negligible next to D >= 1e-4
@@ -60,10 +60,13 @@ def fit_exponent(Ns, D):
     (128, 512, 2048),                     # ~10 s; measured -0.44 +- 0.05
     pytest.param((128, 512, 2048, 8192), marks=pytest.mark.full),   # ~2 min; -0.511 +- 0.028
 ])
-def test_discrepancy_scales_like_inverse_sqrt_N(NS):
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+def test_discrepancy_scales_like_inverse_sqrt_N(NS, generator):
+    """The same finite-size law with either input generator (float64 ziggurat or float32
+    inverse-CDF inputs): the inputs' float32 resolution must not show at these N."""
     spectrum = spectra.power_law(4, 1)
     alphas = np.linspace(0, 10, 21)
-    D = [discrepancies(N, spectrum, alphas) for N in NS]
+    D = [discrepancies(N, spectrum, alphas, generator) for N in NS]
     slope, err = fit_exponent(NS, D)
     print(f"D(N) = {[f'{d.mean():.2e}' for d in D]}, exponent = {slope:.3f} +- {err:.3f}")
     # informative: the error bar must be small enough to tell -1/2 from 0 and from -1

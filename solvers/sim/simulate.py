@@ -50,14 +50,15 @@ the input stream.  That stream is, by default (``generator="xoshiro"``), 16 xosh
 seeded from child 3 with a ziggurat transform (``solvers/sim/normals.py``: 1.8 ns per normal on
 this machine against 3.2 ns for NumPy's PCG64 called from numba); ``generator="numpy"`` keeps
 the reference stream, a PCG64 Generator on child 3, drawn exactly as ``rng.standard_normal(N)``
-would (numba implements NumPy's ziggurat bit for bit).  ``naive_simulate`` draws the same stream
+would (numba implements NumPy's ziggurat bit for bit); ``generator="float32"`` uses the same
+lanes with a float32 inverse-CDF transform, two normals per 64-bit word.  ``naive_simulate`` draws the same stream
 as ``simulate`` for either choice.  Record points, chunking and the progress bar never change
 the stream, hence the trajectory.  No reduction depends on threads or scheduling; the row
 kernel's dot products are vectorised with reassociation allowed (see ``_dot_simd``), so their
 order is fixed by the compiled code: the same seed gives a bit-identical trajectory on the same
-machine, in this process or in a thread of ``simulate_many``.  Two kernels exist (row layout for
-K < 8, fused column layout for K >= 8, see ``_COLUMN_KERNEL_MIN_K``); they differ only in
-rounding, and the choice depends on K alone.
+machine, in this process or in a thread of ``simulate_many``.  One step loop (``_steps``) serves
+two weight layouts (rows for K < _COLUMN_KERNEL_MIN_K, columns from there on); they differ only
+in rounding, and the choice depends on K alone.
 """
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from numba import njit
-from solvers.sim.normals import fill_normals, seed_state
+from solvers.sim.normals import fill_normals, fill_normals_f32, seed_state
 from solvers.sim.normals import standard_normal as _xoshiro_normals
 
 __all__ = [
@@ -85,7 +86,8 @@ __all__ = [
 ACTIVATIONS = ("erf", "linear")
 # Sources of the training inputs: "xoshiro" (default, solvers/sim/normals.py) or "numpy", the
 # PCG64 stream of NumPy's Generator (the reference: bit-identical to rng.standard_normal).
-GENERATORS = ("xoshiro", "numpy")
+GENERATORS = ("xoshiro", "numpy", "float32")
+_GEN_CODE = {"numpy": 0, "xoshiro": 1, "float32": 2}
 # Largest number of SGD steps accepted: far beyond any run that can finish (10^12 steps are a few
 # weeks at 10^6 steps/s), and well inside int64, where round(alpha N) would otherwise overflow.
 MAX_STEPS = 10**12
@@ -235,11 +237,14 @@ def _error_signal(act, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _draw(rng, state, bits, s, z):
-    """z = s * (next N normals) of the input stream: xoshiro lanes, or NumPy's PCG64 stream
-    when ``state`` has no lanes (the reference path; bit-identical to rng.standard_normal)."""
-    if state.shape[1]:
+def _draw(gen, rng, state, bits, s, z):
+    """z = s * (next N normals) of the input stream: gen 0 = NumPy's PCG64 stream (the
+    reference; bit-identical to rng.standard_normal), 1 = xoshiro lanes + ziggurat, 2 = xoshiro
+    lanes + float32 inverse CDF (solvers/sim/normals.py)."""
+    if gen == 1:
         fill_normals(state, bits, s, z)
+    elif gen == 2:
+        fill_normals_f32(state, bits, s, z)
     else:
         for a in range(z.shape[0]):
             z[a] = s[a] * rng.standard_normal()
@@ -271,69 +276,24 @@ def _update_dot(Ji, c, z, zn):
 
 
 @njit(cache=True, nogil=True)
-def _fields_rows(J, B, z, x, y):
+def _fields(cols, J, B, z, x, y):
+    """x = J z / sqrt(N), y = B z / sqrt(N) for weights in row (J (K, N)) or column (J (N, K))
+    layout."""
+    if cols:
+        x[:] = 0.0
+        y[:] = 0.0
+        for a in range(z.shape[0]):
+            za = z[a]
+            for i in range(x.shape[0]):
+                x[i] += J[a, i] * za
+            for n in range(y.shape[0]):
+                y[n] += B[a, n] * za
+    else:
+        for i in range(x.shape[0]):
+            x[i] = _dot_simd(J[i], z)
+        for n in range(y.shape[0]):
+            y[n] = _dot_simd(B[n], z)
     isq = 1.0 / math.sqrt(z.shape[0])
-    for i in range(J.shape[0]):
-        x[i] = _dot_simd(J[i], z) * isq
-    for n in range(B.shape[0]):
-        y[n] = _dot_simd(B[n], z) * isq
-
-
-@njit(cache=True, nogil=True)
-def _prime_rows(rng, state, bits, J, B, s, z, x, y):
-    _draw(rng, state, bits, s, z)
-    _fields_rows(J, B, z, x, y)
-
-
-@njit(cache=True, nogil=True)
-def _steps_rows(rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y):
-    """n_steps SGD steps, weights in row layout J (K, N), B (M, N).
-
-    On entry (z, x, y) hold the current sample and its fields; on exit the next one (so the
-    stream consumption is independent of how steps are split into calls).  Returns -1, or the
-    step index t at which a field became non-finite (weights non-finite after t steps).
-    Only coordinates a < n_tr are updated.  The next sample is drawn before the update, which
-    is fused with the next field (J is streamed once per step).
-    """
-    K, N = J.shape
-    M = B.shape[0]
-    coef = eta * (math.sqrt(M) / K) / math.sqrt(N)
-    isq = 1.0 / math.sqrt(N)
-    zn = np.empty(N)
-    state_z, state_x, state_y = z, x, y
-    z, x, y = z.copy(), x.copy(), y.copy()
-    for t in range(n_steps):
-        delta = _error_signal(act, x, y)
-        if not math.isfinite(delta):
-            return t
-        _draw(rng, state, bits, s, zn)
-        for i in range(K):
-            c = coef * delta * _gprime(act, x[i])
-            xi = _update_dot(J[i, :n_tr], c, z[:n_tr], zn[:n_tr])
-            if n_tr < N:
-                xi += _dot_simd(J[i, n_tr:], zn[n_tr:])
-            x[i] = xi * isq
-        for n in range(M):
-            y[n] = _dot_simd(B[n], zn) * isq
-        z, zn = zn, z
-    state_z[:] = z
-    state_x[:] = x
-    state_y[:] = y
-    return -1
-
-
-@njit(cache=True, nogil=True)
-def _fields_cols(Jt, Bt, z, x, y):
-    N = z.shape[0]
-    x[:] = 0.0
-    y[:] = 0.0
-    for a in range(N):
-        za = z[a]
-        for i in range(Jt.shape[1]):
-            x[i] += Jt[a, i] * za
-        for n in range(Bt.shape[1]):
-            y[n] += Bt[a, n] * za
-    isq = 1.0 / math.sqrt(N)
     for i in range(x.shape[0]):
         x[i] *= isq
     for n in range(y.shape[0]):
@@ -341,22 +301,102 @@ def _fields_cols(Jt, Bt, z, x, y):
 
 
 @njit(cache=True, nogil=True)
-def _prime_cols(rng, state, bits, Jt, Bt, s, z, x, y):
-    _draw(rng, state, bits, s, z)
-    _fields_cols(Jt, Bt, z, x, y)
+def _prime(gen, rng, state, bits, J, B, s, z, x, y, cols):
+    _draw(gen, rng, state, bits, s, z)
+    _fields(cols, J, B, z, x, y)
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _update_dot2(J0, J1, c0, c1, z, zn):
+    """Two rows at once: J0 += c0 z, J1 += c1 z, return (J0 . zn, J1 . zn); z and zn are read
+    once for both rows."""
+    s0 = 0.0
+    s1 = 0.0
+    for a in range(J0.shape[0]):
+        za = z[a]
+        zna = zn[a]
+        v0 = J0[a] + c0 * za
+        v1 = J1[a] + c1 * za
+        J0[a] = v0
+        J1[a] = v1
+        s0 += v0 * zna
+        s1 += v1 * zna
+    return s0, s1
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _dot2(u0, u1, v):
+    s0 = 0.0
+    s1 = 0.0
+    for a in range(v.shape[0]):
+        s0 += u0[a] * v[a]
+        s1 += u1[a] * v[a]
+    return s0, s1
 
 
 @njit(cache=True, nogil=True)
-def _steps_cols(rng, state, bits, Jt, Bt, s, n_tr, eta, act, n_steps, z, x, y):
-    """As _steps_rows with weights in column layout Jt (N, K), Bt (N, M).
+def _update_fields_rows(J, B, c, z, zn, n_tr, x, y):
+    """J[i, :n_tr] += c_i z (row layout), fused with the unscaled fields of the next sample zn.
+    Rows go in pairs, so each pass over z and zn serves two rows (measured ~8 % of the step at
+    N = 1024, K = M = 2)."""
+    N = zn.shape[0]
+    K = J.shape[0]
+    for i in range(0, K - 1, 2):
+        x[i], x[i + 1] = _update_dot2(J[i, :n_tr], J[i + 1, :n_tr], c[i], c[i + 1],
+                                      z[:n_tr], zn[:n_tr])
+    if K % 2:
+        x[K - 1] = _update_dot(J[K - 1, :n_tr], c[K - 1], z[:n_tr], zn[:n_tr])
+    if n_tr < N:
+        for i in range(K):
+            x[i] += _dot_simd(J[i, n_tr:], zn[n_tr:])
+    M = B.shape[0]
+    for n in range(0, M - 1, 2):
+        y[n], y[n + 1] = _dot2(B[n], B[n + 1], zn)
+    if M % 2:
+        y[M - 1] = _dot_simd(B[M - 1], zn)
 
-    The next sample is drawn before the update so that J is streamed once per step: each
-    updated J[a, :] is immediately used for the next fields (same sums, same order, as a
-    separate pass would do).  The inner loops over i, n vectorise; the sums over a stay serial.
-    The state is worked on in local copies, which LLVM knows cannot alias Jt (measured 5-15 %).
+
+@njit(cache=True, nogil=True)
+def _update_fields_cols(Jt, Bt, c, z, zn, n_tr, x, y):
+    """As _update_fields_rows with weights in column layout Jt (N, K), Bt (N, M): each updated
+    Jt[a, :] is used at once for the next fields (same sums, same order, as a separate pass).
+    The inner loops over i, n vectorise; the sums over a stay serial."""
+    K = x.shape[0]
+    M = y.shape[0]
+    x[:] = 0.0
+    y[:] = 0.0
+    for a in range(n_tr):
+        za = z[a]
+        zna = zn[a]
+        for i in range(K):
+            v = Jt[a, i] + c[i] * za
+            Jt[a, i] = v
+            x[i] += v * zna
+        for n in range(M):
+            y[n] += Bt[a, n] * zna
+    for a in range(n_tr, zn.shape[0]):
+        zna = zn[a]
+        for i in range(K):
+            x[i] += Jt[a, i] * zna
+        for n in range(M):
+            y[n] += Bt[a, n] * zna
+
+
+@njit(cache=True, nogil=True)
+def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, cols):
+    """n_steps SGD steps; weights J, B in row layout ((K, N), (M, N)) or, with ``cols``, in
+    column layout ((N, K), (N, M); used from K = _COLUMN_KERNEL_MIN_K).
+
+    On entry (z, x, y) hold the current sample and its fields; on exit the next one (so the
+    stream consumption is independent of how steps are split into calls).  Returns -1, or the
+    step index t at which a field became non-finite (weights non-finite after t steps).
+    Only coordinates a < n_tr are updated.  The next sample is drawn before the update, which
+    is fused with the next fields (J is streamed once per step).  The sample and fields are
+    worked on in local copies, which LLVM knows cannot alias J (measured 5-15 %).
     """
-    N, K = Jt.shape
-    M = Bt.shape[1]
+    K = x.shape[0]
+    M = y.shape[0]
+    N = z.shape[0]
     coef = eta * (math.sqrt(M) / K) / math.sqrt(N)
     isq = 1.0 / math.sqrt(N)
     c = np.empty(K)
@@ -369,24 +409,11 @@ def _steps_cols(rng, state, bits, Jt, Bt, s, n_tr, eta, act, n_steps, z, x, y):
             return t
         for i in range(K):
             c[i] = coef * delta * _gprime(act, x[i])
-        _draw(rng, state, bits, s, zn)
-        x[:] = 0.0
-        y[:] = 0.0
-        for a in range(n_tr):
-            za = z[a]
-            zna = zn[a]
-            for i in range(K):
-                v = Jt[a, i] + c[i] * za
-                Jt[a, i] = v
-                x[i] += v * zna
-            for n in range(M):
-                y[n] += Bt[a, n] * zna
-        for a in range(n_tr, N):
-            zna = zn[a]
-            for i in range(K):
-                x[i] += Jt[a, i] * zna
-            for n in range(M):
-                y[n] += Bt[a, n] * zna
+        _draw(gen, rng, state, bits, s, zn)
+        if cols:
+            _update_fields_cols(J, B, c, z, zn, n_tr, x, y)
+        else:
+            _update_fields_rows(J, B, c, z, zn, n_tr, x, y)
         for i in range(K):
             x[i] *= isq
         for n in range(M):
@@ -565,8 +592,8 @@ def _streams(seed):
 def _input_source(st: _Setup):
     """(numpy Generator, xoshiro state, scratch) of the training inputs for the kernels.
 
-    Both come from SeedSequence(seed).spawn(5)[3]; the unused one is a dummy (a state with no
-    lanes selects the NumPy path in ``_draw``).
+    Both come from SeedSequence(seed).spawn(5)[3]; the unused one is a dummy (``_draw`` picks
+    the source by the generator's code).
     """
     child = np.random.SeedSequence(st.seed).spawn(5)[3]
     if st.generator == "numpy":
@@ -698,8 +725,10 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     progress: tqdm bar over steps.  J0 (K, N), B0 (M, N): optional initial weights in the
     original basis, replacing the random draws.
     generator: source of the training inputs, "xoshiro" (default: xoshiro256++ lanes and a
-    ziggurat, solvers/sim/normals.py, about 1.7x cheaper per normal) or "numpy" (NumPy's PCG64
-    stream, the reference).  The weights, the rotation and the held-out samples do not depend on it.
+    ziggurat, solvers/sim/normals.py, about 1.7x cheaper per normal than NumPy's), "float32"
+    (the same lanes, two float32 inverse-CDF normals per word: ~1.4x the default's step rate
+    at N = 1024; float32 resolution, |z| < 5.42) or "numpy" (NumPy's PCG64 stream, the
+    reference).  The weights, the rotation and the held-out samples do not depend on it.
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     st = _validate(activation=activation, K=K, M=M, N=N, eta=eta, sigma_J=sigma_J, seed=seed,
@@ -717,12 +746,11 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     columns = st.K >= _COLUMN_KERNEL_MIN_K
     if columns:
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
-        prime, steps_fn = _prime_cols, _steps_cols
     else:
         Jw, Bw = Jt, Bt
-        prime, steps_fn = _prime_rows, _steps_rows
+    gen = _GEN_CODE[st.generator]
     z, x, y = np.empty(st.N), np.empty(st.K), np.empty(st.M)
-    prime(g_data, state, bits, Jw, Bw, scale, z, x, y)
+    _prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
 
     per_call = max(1, _CALL_WORK // (st.N * (st.K + st.M)))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
@@ -732,8 +760,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
             while done < target:
                 n = int(min(per_call, target - done))
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = steps_fn(g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
-                               z, x, y)
+                bad = _steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
+                             z, x, y, columns)
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
@@ -778,8 +806,10 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
         def draw():
             return scale * g_data.standard_normal(st.N)
     else:
+        kind = "float32" if st.generator == "float32" else "ziggurat"
+
         def draw():
-            return _xoshiro_normals(state, st.N, scale)
+            return _xoshiro_normals(state, st.N, scale, kind)
     scale = st.scale
     init_modes = _init_modes(st, Jt0, Bt0)
     lam_a = scale**2

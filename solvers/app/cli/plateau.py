@@ -27,7 +27,6 @@ import numpy as np
 
 from solvers.app import sections
 from solvers.app.cli.common import spec_command
-from solvers.theory.plateau_length import level_one_R, plateau_length
 
 
 def register(sub) -> None:
@@ -81,8 +80,6 @@ def _grid(spec):
     return grid if grid[0] == 0 else [0.0] + list(grid)
 
 
-_level1 = level_one_R
-
 
 # -- plateau ----------------------------------------------------------------------------------
 
@@ -125,6 +122,7 @@ def plateau_result(spec) -> dict:
         out["note"] = "T_2 - D_2/(M-1) <= 0: the symmetric plateau does not escape"
         return out
     tr = spec.training
+    from solvers.theory.plateau_length import plateau_length  # SymPy: only where it is used
     length = plateau_length(problem, _grid(spec), out["eps_plateau"], R1, out["escape_rate"],
                             sec["alpha0"], sec["escape_fraction"],
                             sigma_J=tr.sigma_J if tr.init == "random" else None, N=spec.data.N)
@@ -154,7 +152,8 @@ def asymptotic_result(spec) -> dict:
     after = [a for a in grid if a > alpha0]
     states, eps = mode_states(problem, [0.0] + ([alpha0] if alpha0 > 0 else []) + after)
     i0 = 1 if alpha0 > 0 else 0
-    R1, _ = _level1([states[i0]], problem.numeric(_f64()).lam, M)
+    from solvers.theory.plateau_length import level_one_R
+    R1, _ = level_one_R([states[i0]], problem.numeric(_f64()).lam, M)
     lin = FullLinearisation(problem, matched_permutation(R1[0], M))
     alphas = [alpha0] + after
     return {
