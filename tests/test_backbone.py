@@ -167,19 +167,18 @@ def test_ode_matches_online_sgd_within_finite_size_fluctuations():
     Finite-N fluctuations of the order parameters are O(1/sqrt(N)); measured relative
     deviations of eps_g are ~2 % rms at N = 2000 and ~6 % at N = 500 for this case.  We require
     (i) no bias: the seed-mean deviation within 4 standard errors (from the seed spread) and
-    (ii) an rms deviation below 3/sqrt(N).
+    (ii) an rms deviation below 3/sqrt(N).  The grid stops at alpha = 100, before the plateau
+    escape (~alpha 200 here): there the escape time itself fluctuates by O(1) between runs and
+    the relative deviation of eps_g is not O(1/sqrt(N)) (measured over seeds 12..51: rms 0.30 at
+    alpha = 200, while the per-seed rms over alpha <= 100 is at most 0.044 and 0.013 in the
+    median, against 3/sqrt(N) = 0.095).  The escape is tested in tests/test_sim_vs_ode.py.
     """
     N, seeds = 1000, range(4)
-    alphas = np.array([0, 10, 25, 50, 100, 200])
+    alphas = np.array([0, 10, 25, 50, 100])
     devs = []
     for seed in seeds:
-        # generator="numpy": the realisations this test was calibrated on.  Its alpha = 200 point
-        # sits at the plateau escape, where the 3/sqrt(N) bound does not hold for typical seeds:
-        # over seeds 12..51 the rms deviation there is 0.23 (NumPy stream) and 0.30 (xoshiro),
-        # not significantly different (2-sample KS p = 0.58), while seeds 0..3 happen to give
-        # 0.059 (NumPy) and 0.127 (xoshiro).  Left for the owner of this test to recalibrate.
         r = simulate(activation="erf", K=2, M=2, N=N, eta=0.5, sigma_J=0.3, seed=seed,
-                     alphas=alphas, L=4, beta=1.0, generator="numpy")
+                     alphas=alphas, L=4, beta=1.0)
         init = explicit_init("modes", r.init_modes["R"], r.init_modes["Q"], r.init_modes["T"])
         prob = Problem(SystemKey("erf", 2, 2), spectra.power_law(4, 1), Fraction(1, 2), 2, init)
         ode = integrate_problem(prob, r.alpha, basis="modes", arithmetic="float64", rtol=1e-10)
