@@ -163,6 +163,22 @@ def test_taylor_needs_flint():
         integrate_problem(prob, [0, 1], basis="levels", dps=30, integrator="euler")
 
 
+def test_breakdown_is_an_integration_error():
+    """The Taylor integrator's failures are IntegrationError (the CLI prints them in one line,
+    exit status 2), not a bare RuntimeError with a traceback."""
+    from solvers.integrators.rk78 import IntegrationError
+    from solvers.integrators.taylor import integrate_taylor
+
+    key = SystemKey("linear", 1, 1)
+    prob = _problem(key, 2)
+    with FlintContext(30) as ctx:
+        num = prob.numeric(ctx)
+        rhs = ArbMatRHS(load(key, "mpmath"), num, ctx, "levels")
+        with pytest.raises(IntegrationError, match="more than 1 steps"):
+            integrate_taylor(rhs, load(key, "taylor"), [Fraction(0), Fraction(1000)],
+                             to_arb_mat(num.y_levels), tol=1e-20, jet_dps=30, max_steps=1)
+
+
 def test_regenerate_check_covers_the_jet_modules(tmp_path, monkeypatch):
     """A stale jet module is reported by ``regenerate --check`` (and only listed, not fixed)."""
     from solvers.core import registry

@@ -135,8 +135,14 @@ def _mid_mat(Y):
 
 def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int | None = None,
                      max_steps: int = 10_000_000, progress=None, stats=None):
-    """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start)."""
+    """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start).
+
+    A breakdown (the step size collapsing: the signature of digits lost to cancellation, e.g.
+    at too low a dps) raises IntegrationError, which the CLI reports in one line.
+    """
     from flint import arb
+
+    from solvers.integrators.rk78 import IntegrationError
 
     p = order or taylor_order(tol)
     series = TaylorSeries(rhs, jets, jet_dps)
@@ -157,7 +163,7 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     sigma = 0          # time unit 2^sigma of the fixed-point series; the step stays <= 2^sigma
     while i_next < len(pts):
         if n_steps >= max_steps:
-            raise RuntimeError(f"Taylor integration: more than {max_steps} steps")
+            raise IntegrationError(f"Taylor integration: more than {max_steps} steps")
         if fixed is not None:
             Ys, units = fixed.coefficients(Y, p, sigma)
             scale, s_unit = _diag_pow2(units), Fraction(2) ** -sigma
@@ -174,7 +180,7 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
         t_end = pts[-1]
         h_frac = Fraction(h).limit_denominator(1 << 40) if h < float(t_end - t) else t_end - t
         if h_frac <= 0:
-            raise RuntimeError(f"Taylor integration: step size underflow at t = {float(t)}")
+            raise IntegrationError(f"Taylor integration: step size underflow at t = {float(t)}")
         t_new = t + h_frac
 
         def at(tau):
