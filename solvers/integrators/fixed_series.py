@@ -4,9 +4,10 @@ Why: at high orders the cost of a Taylor step is the convolution Σ_j (C Y_j) A_
 O(p²) products of an L × 7 matrix at the working precision by a 7 × 7 one at the short precision
 of the jets.  As integer products (fmpz: no exponent alignment, no radii) they are cheaper, and
 the companion product C Y_j becomes a row shift of the same integers plus one closure row; the
-price is a Python-level rescaling of each order's L × 7 integers, O(L p) per step.  Measured per
-step (BENCHMARKS.md, Taylor section): 0.82-0.86x the arb_mat time at order 76, about even at
-order 42, 1.04-1.10x at order 21, hence taylor.FIXED_POINT_MIN_ORDER.
+price is a Python-level rescaling of each order's L × 7 integers, O(L p) per step.  Measured
+on the full bench_taylor.py runs (BENCHMARKS.md, Taylor section): 0.88x the arb_mat CPU time at
+order 76 and L = 16, 0.95x at L = 32, but 1.11x at L = 64 and 1.04-1.10x at order 21, hence
+taylor.FIXED_POINT_MIN_ORDER and FIXED_POINT_MAX_ROWS.
 
 Scaling (exact powers of two; see the module docstring of taylor.py for the recurrence):
 

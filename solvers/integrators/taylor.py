@@ -21,9 +21,10 @@ radius estimate (‖Y_0‖/‖Y_k‖)^(1/k) from the last two coefficients (each
 to itself, the smallest over rows: the level rows span hundreds of orders of magnitude),
 h = ρ / e² · exp(-0.7/(p-1)), so that the first neglected term is ≈ tol relative to each row.
 Output points inside a step are evaluated from the step's own series (dense output).
-From order FIXED_POINT_MIN_ORDER on, the level-basis series runs on fmpz integers
-(solvers/integrators/fixed_series.py); its coefficients come back scaled (Y_k = 2^(u_r - σk) Ỹ_k
-per row r), and the step is kept <= 2^σ so that the integers' unit stays below the precision.
+From order FIXED_POINT_MIN_ORDER on (up to FIXED_POINT_MAX_ROWS levels), the level-basis series
+runs on fmpz integers (solvers/integrators/fixed_series.py); its coefficients come back scaled
+(Y_k = 2^(u_r - σk) Ỹ_k per row r), and the step is kept <= 2^σ so that the integers' unit
+stays below the precision.
 """
 from __future__ import annotations
 
@@ -34,11 +35,13 @@ __all__ = ["taylor_order", "integrate_taylor", "TaylorSeries"]
 
 _LN2 = math.log(2.0)
 
-# From this order on the level-basis series runs in fixed point (fixed_series.py).  Measured
-# (BENCHMARKS.md, Taylor section; same run, per step): fixed point 0.82-0.86x the arb time at
-# order 76 (L = 16, 32, 64), 0.94-1.04x at order 42, 1.04-1.10x at order 21 — the Python-level
-# rescaling of every order's integers costs O(L p), the products it saves O(L p²).
+# From this order on, and up to this many level rows, the level-basis series runs in fixed point
+# (fixed_series.py).  Measured on the bench_taylor.py system, α ≤ 300, order 76, interleaved runs
+# (BENCHMARKS.md, Taylor section): fixed point 0.88x the arb_mat CPU time at L = 16, 0.95x at
+# L = 32, 1.11x at L = 64; at order 21 1.04-1.10x (L = 16, 64) — the Python-level rescaling of
+# each order's integers costs O(L p) per step, the products it saves O(L p²).
 FIXED_POINT_MIN_ORDER = 50
+FIXED_POINT_MAX_ROWS = 32
 
 
 def taylor_order(tol: float) -> int:
@@ -147,7 +150,7 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     p = order or taylor_order(tol)
     series = TaylorSeries(rhs, jets, jet_dps)
     fixed = None
-    if rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER:
+    if rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS:
         from solvers.integrators.fixed_series import FixedPointSeries
         fixed = FixedPointSeries(rhs, jets, series._short, series.extend, jet_dps)
     safety = math.exp(-2.0) * math.exp(-0.7 / (p - 1))
