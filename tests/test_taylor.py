@@ -83,6 +83,37 @@ def test_step_error_falls_with_the_order():
             assert 0.1 < err(p, 0.05) / first_omitted < 10, p
 
 
+@pytest.mark.parametrize("order,sigma", [(1, 0), (2, -2), (2, 1)])
+def test_fixed_point_series_matches_the_arb_series(order, sigma):
+    """The fmpz series (fixed_series.py, scaled rows and time unit 2^σ) against the arb_mat
+    series of the same state: every coefficient Y_k, k <= 60, agrees to the working precision
+    relative to the row's scale |Y_0[r]| / 2^(σ k) (the integers' unit), for order-1 and
+    order-2 systems (the forcing term) and time units below and above the step."""
+    from flint import arb
+    from solvers.integrators.fixed_series import FixedPointSeries
+
+    key = SystemKey("erf", 2, 2)
+    prob = _problem(key, 8, order=order)
+    with FlintContext(80) as ctx:
+        num = prob.numeric(ctx)
+        # jets at the working precision too, so that the two routes differ only by the rounding
+        # of the L-row algebra (at short jets they differ at the jets' precision)
+        rhs = ArbMatRHS(load(key, "mpmath"), num, ctx, "levels")
+        series = TaylorSeries(rhs, load(key, "taylor"), 80)
+        fixed = FixedPointSeries(rhs, series.jets, series._short, series.extend, 80)
+        Y0 = to_arb_mat(num.y_levels)
+        ref = series.coefficients(Y0, 60)
+        got, units = fixed.coefficients(Y0, 60, sigma)
+        two = arb(2)
+        for k in (0, 1, 7, 30, 60):
+            for r in range(Y0.nrows()):
+                scale = max(abs(Y0[r, c].mid()) for c in range(Y0.ncols())) * two ** (-sigma * k)
+                for c in range(Y0.ncols()):
+                    y = got[k][r, c] * two ** (units[r] - sigma * k)
+                    assert abs((y - ref[k][r, c]).mid()) <= scale * two ** -(ctx.bits() - 24), \
+                        (k, r, c)
+
+
 def test_order_rule():
     assert taylor_order(1e-17) == 21          # heyoka's rule; issue 13's table: order 21
     assert taylor_order(1e-35) == 42
@@ -110,6 +141,19 @@ def test_levels_agree_with_modes_at_30_digits_small():
     assert agreement_digits(lev.eps_g, mod.eps_g) >= 30
 
 
+def test_levels_agree_with_modes_at_60_digits_fixed_point():
+    """Order 76 (tolerance 1e-65) runs the level series in fixed point (FIXED_POINT_MIN_ORDER):
+    it agrees with the modes basis (arb path) to 60 digits, L = 4, α ≤ 10."""
+    from solvers.integrators.taylor import FIXED_POINT_MIN_ORDER
+    assert taylor_order(1e-65) >= FIXED_POINT_MIN_ORDER
+    prob = _problem(SystemKey("erf", 2, 2), 4)
+    alphas = [0, 1, 10]
+    lev = integrate_problem(prob, alphas, basis="levels", dps=estimated_dps(4, 60, "levels"),
+                            rtol=1e-65, integrator="taylor")
+    mod = integrate_problem(prob, alphas, basis="modes", dps=75, rtol=1e-65, integrator="taylor")
+    assert agreement_digits(lev.eps_g, mod.eps_g) >= 60
+
+
 def test_taylor_needs_flint():
     prob = _problem(SystemKey("linear", 1, 1), 2)
     with pytest.raises(ValueError, match="flint"):
@@ -117,6 +161,22 @@ def test_taylor_needs_flint():
                           integrator="taylor")
     with pytest.raises(ValueError, match="integrator"):
         integrate_problem(prob, [0, 1], basis="levels", dps=30, integrator="euler")
+
+
+def test_breakdown_is_an_integration_error():
+    """The Taylor integrator's failures are IntegrationError (the CLI prints them in one line,
+    exit status 2), not a bare RuntimeError with a traceback."""
+    from solvers.integrators.rk78 import IntegrationError
+    from solvers.integrators.taylor import integrate_taylor
+
+    key = SystemKey("linear", 1, 1)
+    prob = _problem(key, 2)
+    with FlintContext(30) as ctx:
+        num = prob.numeric(ctx)
+        rhs = ArbMatRHS(load(key, "mpmath"), num, ctx, "levels")
+        with pytest.raises(IntegrationError, match="more than 1 steps"):
+            integrate_taylor(rhs, load(key, "taylor"), [Fraction(0), Fraction(1000)],
+                             to_arb_mat(num.y_levels), tol=1e-20, jet_dps=30, max_steps=1)
 
 
 def test_regenerate_check_covers_the_jet_modules(tmp_path, monkeypatch):

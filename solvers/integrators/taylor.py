@@ -21,6 +21,10 @@ radius estimate (‖Y_0‖/‖Y_k‖)^(1/k) from the last two coefficients (each
 to itself, the smallest over rows: the level rows span hundreds of orders of magnitude),
 h = ρ / e² · exp(-0.7/(p-1)), so that the first neglected term is ≈ tol relative to each row.
 Output points inside a step are evaluated from the step's own series (dense output).
+From order FIXED_POINT_MIN_ORDER on (up to FIXED_POINT_MAX_ROWS levels), the level-basis series
+runs on fmpz integers (solvers/integrators/fixed_series.py); its coefficients come back scaled
+(Y_k = 2^(u_r - σk) Ỹ_k per row r), and the step is kept <= 2^σ so that the integers' unit
+stays below the precision.
 """
 from __future__ import annotations
 
@@ -30,6 +34,14 @@ from fractions import Fraction
 __all__ = ["taylor_order", "integrate_taylor", "TaylorSeries"]
 
 _LN2 = math.log(2.0)
+
+# From this order on, and up to this many level rows, the level-basis series runs in fixed point
+# (fixed_series.py).  Measured on the bench_taylor.py system, α ≤ 300, order 76, interleaved runs
+# (BENCHMARKS.md, Taylor section): fixed point 0.88x the arb_mat CPU time at L = 16, 0.95x at
+# L = 32, 1.11x at L = 64; at order 21 1.04-1.10x (L = 16, 64) — the Python-level rescaling of
+# each order's integers costs O(L p) per step, the products it saves O(L p²).
+FIXED_POINT_MIN_ORDER = 50
+FIXED_POINT_MAX_ROWS = 32
 
 
 def taylor_order(tol: float) -> int:
@@ -126,11 +138,21 @@ def _mid_mat(Y):
 
 def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int | None = None,
                      max_steps: int = 10_000_000, progress=None, stats=None):
-    """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start)."""
+    """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start).
+
+    A breakdown (the step size collapsing: the signature of digits lost to cancellation, e.g.
+    at too low a dps) raises IntegrationError, which the CLI reports in one line.
+    """
     from flint import arb
+
+    from solvers.integrators.rk78 import IntegrationError
 
     p = order or taylor_order(tol)
     series = TaylorSeries(rhs, jets, jet_dps)
+    fixed = None
+    if rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS:
+        from solvers.integrators.fixed_series import FixedPointSeries
+        fixed = FixedPointSeries(rhs, jets, series._short, series.extend, jet_dps)
     safety = math.exp(-2.0) * math.exp(-0.7 / (p - 1))
     rows, cols = Y0.nrows(), Y0.ncols()
     probe = _probe(cols)
@@ -141,21 +163,38 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     i_next = 1
     n_steps = 0
     log_tol = math.log(float(tol))
+    sigma = 0          # time unit 2^sigma of the fixed-point series; the step stays <= 2^sigma
     while i_next < len(pts):
         if n_steps >= max_steps:
-            raise RuntimeError(f"Taylor integration: more than {max_steps} steps")
-        Ys = series.coefficients(Y, p)
-        h = _step_size(Ys, probe, p, safety, log_tol)
+            raise IntegrationError(f"Taylor integration: more than {max_steps} steps")
+        if fixed is not None:
+            Ys, units = fixed.coefficients(Y, p, sigma)
+            scale, s_unit = _diag_pow2(units), Fraction(2) ** -sigma
+            h = _step_size(Ys, probe, p, safety, log_tol, sigma * _LN2)
+            # the integers' unit is exact relative to |Y_0| (h/2^sigma)^k only for h <= 2^sigma
+            if h > 2.0 ** sigma:
+                h, sigma = 2.0 ** sigma, sigma + 1
+            elif h > 0:
+                sigma = math.ceil(math.log2(h))
+        else:
+            Ys = series.coefficients(Y, p)
+            scale = None
+            h = _step_size(Ys, probe, p, safety, log_tol, 0.0)
         t_end = pts[-1]
         h_frac = Fraction(h).limit_denominator(1 << 40) if h < float(t_end - t) else t_end - t
         if h_frac <= 0:
-            raise RuntimeError(f"Taylor integration: step size underflow at t = {float(t)}")
+            raise IntegrationError(f"Taylor integration: step size underflow at t = {float(t)}")
         t_new = t + h_frac
+
+        def at(tau):
+            if scale is None:
+                return _mid_mat(_horner(Ys, arb(tau.numerator) / tau.denominator))
+            x = tau * s_unit
+            return _mid_mat(scale * _horner(Ys, arb(x.numerator) / x.denominator))
         while i_next < len(pts) and pts[i_next] <= t_new:
-            tau = pts[i_next] - t
-            out.append(_mid_mat(_horner(Ys, arb(tau.numerator) / tau.denominator)))
+            out.append(at(pts[i_next] - t))
             i_next += 1
-        Y = _mid_mat(_horner(Ys, arb(h_frac.numerator) / h_frac.denominator))
+        Y = at(h_frac)
         t = t_new
         n_steps += 1
         if progress is not None:
@@ -174,8 +213,9 @@ def _probe(cols):
                              for _ in range(2 * cols)])
 
 
-def _step_size(Ys, probe, p, safety, log_tol):
-    """h = ρ/e² · exp(-0.7/(p-1)), ρ the smallest per-row radius from orders p-1 and p."""
+def _step_size(Ys, probe, p, safety, log_tol, ln_s):
+    """h = ρ/e² · exp(-0.7/(p-1)), ρ the smallest per-row radius from orders p-1 and p.
+    ``ln_s``: ln of the time unit of scaled coefficients (Y_k = s^k Ỹ_k per row; 0 if unscaled)."""
     base = _row_log_norms(Ys[0], probe)
     rho = math.inf
     for k in (p - 1, p):
@@ -183,7 +223,17 @@ def _step_size(Ys, probe, p, safety, log_tol):
         for b, l in zip(base, lk):
             if l == -math.inf or b == -math.inf:
                 continue
-            rho = min(rho, math.exp((b - l) / k))
+            rho = min(rho, math.exp((b - l) / k + ln_s))
     if rho == math.inf:          # a polynomial solution (all high coefficients vanish)
         rho = 1.0 / math.exp(log_tol / p)
     return rho * safety
+
+
+def _diag_pow2(units):
+    """diag(2^u_r) as an arb_mat (exact)."""
+    from flint import arb, arb_mat
+    D = arb_mat(len(units), len(units))
+    two = arb(2)
+    for r, u in enumerate(units):
+        D[r, r] = two ** u
+    return D
