@@ -61,3 +61,30 @@ def test_precision_is_scoped_and_restored(kind):
     assert (flint.ctx.prec, mpmath.mp.prec) == before
     with context("float64") as f, f.workdps(100):
         assert f.dps == 15                 # float64 has no precision to set
+
+
+def test_a_fixed_dps_runs_the_planned_integrator(monkeypatch):
+    """A user-given dps goes through run_fixed_dps with the integrator the plan picks (the
+    Taylor series on flint), for the run and for its check; it used to fall back to RK7(8)."""
+    from fractions import Fraction
+
+    from derive import spectra
+    from derive.keys import SystemKey
+    from solvers.core.problem import Problem, random_init
+    from solvers.hierarchy import verify
+
+    seen = []
+    real = verify.integrate_problem
+
+    def spy(*args, **kw):
+        seen.append((kw.get("arithmetic"), kw.get("integrator", "rk78")))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(verify, "integrate_problem", spy)
+    s = spectra.power_law(4, 1)
+    prob = Problem(SystemKey("linear", 1, 1), s, Fraction(1, 10), 1,
+                   random_init(1, 1, 64, s, Fraction(1, 100), 0))
+    verify.solve(prob, [0, 5], basis="levels", dps=40, digits=20)
+    flint_runs = [i for a, i in seen if a == "flint"]
+    assert flint_runs and set(flint_runs) == {precision.plan("levels", 40, 20, 4).integrator}
+    assert flint_runs[0] == "taylor"

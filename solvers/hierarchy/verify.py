@@ -55,11 +55,11 @@ def check_sign(traj, problem, dps, digits, basis):
 
 
 def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progress=None,
-                  arithmetic: str = "flint"):
+                  arithmetic: str = "flint", integrator: str = "rk78"):
     rtol = default_rtol(digits)
     try:
         first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                                  rtol=rtol, progress=progress)
+                                  rtol=rtol, progress=progress, integrator=integrator)
     except IntegrationError as exc:
         raise _lost(problem, dps, digits, basis, None,
                     f"the integration broke down ({' '.join(str(exc).split())}), the signature "
@@ -81,7 +81,7 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
     dps2 = dps + max(10, dps // 4)
     try:
         second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                   dps=dps2, rtol=rtol / 100)
+                                   dps=dps2, rtol=rtol / 100, integrator=integrator)
     except IntegrationError:
         raise _lost(problem, dps, digits, basis, None,
                     f"the check at dps = {dps2} broke down") from None
@@ -134,7 +134,7 @@ def _execute(p, problem, alphas, *, basis, digits, progress):
     if p.verify == "fixed":
         # a fixed dps is verified like "auto" (a second run), or refused
         return run_fixed_dps(problem, alphas, basis=basis, dps=p.dps, digits=digits,
-                             progress=progress)
+                             progress=progress, integrator=p.integrator)
     traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic, dps=p.dps,
                              rtol=p.rtol, progress=progress, integrator=p.integrator)
     if p.verify == "float64":
