@@ -34,10 +34,19 @@ GUARD_BITS = 8
 _LOG2_10 = math.log2(10.0)
 
 
+def _finite(x):
+    """A non-finite coefficient means the working precision was too small (the closure's
+    cancellation overflowed the series): the breakdown the precision policy reacts to."""
+    if not x.is_finite():
+        from solvers.integrators.rk78 import IntegrationError
+        raise IntegrationError("Taylor integration: a series coefficient became non-finite")
+
+
 def _top_bit(x) -> int | None:
     """Position of the leading bit of an exact arb (None for 0): |x| < 2^top."""
     if isinstance(x, int):
         return None if x == 0 else x.bit_length()
+    _finite(x)
     man, exp = x.man_exp()
     if man == 0:
         return None
@@ -50,6 +59,7 @@ def _floor_scaled(x, unit: int):
         from flint import fmpz
         x, unit = fmpz(x), unit
         return x << -unit if unit <= 0 else x >> unit
+    _finite(x)
     man, exp = x.man_exp()
     sh = int(exp) - unit
     return man << sh if sh >= 0 else man >> -sh

@@ -54,6 +54,10 @@ def _log_mag(x) -> float:
     m = x.mid()
     if m == 0:
         return -math.inf
+    if not m.is_finite():
+        # the series overflowed: the precision was too small for the closure's cancellation
+        from solvers.integrators.rk78 import IntegrationError
+        raise IntegrationError("Taylor integration: a series coefficient became non-finite")
     man, exp = m.man_exp()
     man = abs(int(man))
     bits = man.bit_length()
