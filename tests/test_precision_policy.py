@@ -88,3 +88,22 @@ def test_a_fixed_dps_runs_the_planned_integrator(monkeypatch):
     flint_runs = [i for a, i in seen if a == "flint"]
     assert flint_runs and set(flint_runs) == {precision.plan("levels", 40, 20, 4).integrator}
     assert flint_runs[0] == "taylor"
+
+
+def test_settle_raises_precision_past_a_breakdown():
+    """A run that breaks down at low precision (IntegrationError) is a failed round: settle
+    raises the precision and goes on instead of stopping with the error."""
+    from solvers.integrators.rk78 import IntegrationError
+    calls = []
+
+    def run(dps, tighter):
+        calls.append(dps)
+        if dps < 40:
+            raise IntegrationError("step size underflow")
+        with mpmath.workdps(dps + 10):
+            return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
+
+    second, dps2, dps1, agree = precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    assert agree >= 20 and dps1 >= 40 and calls[0] == 20
+    with pytest.raises(precision.PrecisionLost):
+        precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=1, fixed=True)

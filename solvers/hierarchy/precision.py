@@ -145,19 +145,30 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     ``run(dps, tighter)`` computes at ``dps`` digits (``tighter``: the checking run, which ODE
     runs also give a 100x tighter tolerance); ``values(result)`` is the sequence compared.
     After a failed round the precision grows by a quarter (by half again when fewer than half
-    the digits agreed).  ``fixed``: only the one given ``dps`` is tried.
+    the digits agreed).  A run that breaks down (IntegrationError: at too small a precision the
+    closure's cancellation makes the integration fail) counts as a round with no digit agreed.
+    ``fixed``: only the one given ``dps`` is tried.
     Returns (checking run, its dps, the dps it was checked against, agreeing digits).
     """
-    first = run(dps, False)
+    from solvers.integrators.rk78 import IntegrationError
+
+    def attempt(d, tighter):
+        try:
+            return run(d, tighter)
+        except IntegrationError:
+            return None
+
+    first = attempt(dps, False)
     for _ in range(max_rounds):
         dps2 = dps + max(10, dps // 4)
-        second = run(dps2, True)
-        agree = agreement_digits(values(first), values(second))
+        second = attempt(dps2, True)
+        agree = (-math.inf if first is None or second is None
+                 else agreement_digits(values(first), values(second)))
         if agree >= digits:
             return second, dps2, dps, agree
         if fixed:
             break
         first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
-        if dps != dps2:
-            first = run(dps, False)
+        if dps != dps2 or first is None:
+            first = attempt(dps, False)
     raise PrecisionLost(f"{what} did not settle to {digits} digits up to dps = {dps}")
