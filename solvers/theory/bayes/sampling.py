@@ -95,10 +95,11 @@ class Run:
     accept: float
     step: np.ndarray              # final step size per chain
     info: dict = field(default_factory=dict)
+    observed: np.ndarray | None = None  # (samples, chains, …): observe(W) per kept sample
 
 
 def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 20,
-        target: float = 0.8, thin: int = 1, rng=None, progress=None) -> Run:
+        target: float = 0.8, thin: int = 1, rng=None, progress=None, observe=None) -> Run:
     """HMC with per-chain step sizes tuned during warm-up (dual averaging on log step)."""
     from scipy.optimize import linear_sum_assignment
 
@@ -106,10 +107,11 @@ def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 2
     with np.errstate(over="ignore", invalid="ignore"):
         # early warm-up steps may overshoot to inf; those proposals are rejected (logr = −inf)
         return _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress,
-                    linear_sum_assignment)
+                    linear_sum_assignment, observe)
 
 
-def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment):
+def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment,
+         observe):
     W = np.array(W0, float)
     c, k, d = W.shape
     U, grad = potential(W, data)
@@ -117,7 +119,7 @@ def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linea
     logbar = logeps.copy()
     hbar = np.zeros(c)
     mu = math.log(10 * 0.01)
-    ov, ovm, gib, cs = [], [], [], []
+    ov, ovm, gib, cs, obs = [], [], [], [], []
     acc_total = 0.0
     for it in range(warmup + samples * thin):
         eps = np.exp(logeps if it < warmup else logbar)
@@ -161,10 +163,12 @@ def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linea
                     om[ch, cols] = o[ch, rows, cols]
                 ovm.append(om)
                 gib.append(gen_error(W, data.Wt, data.v))
+                if observe is not None:
+                    obs.append(np.asarray(observe(W)))
         if progress:
             progress(1)
     return Run(np.array(ov), np.array(ovm), np.array(gib), np.array(cs), acc_total / max(samples * thin, 1),
-               np.exp(logbar))
+               np.exp(logbar), observed=np.array(obs) if observe is not None else None)
 
 
 def starts(data: Data, chains: int, informed: bool, rng) -> np.ndarray:
