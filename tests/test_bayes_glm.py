@@ -15,7 +15,7 @@ from solvers.theory.bayes import glm
 
 pytestmark = [pytest.mark.quadrature]  # oracle (tests/conftest.py)
 
-# a coarser rule than the default (same values to ~2e−5 here) keeps these default tests short
+# the default rule (same values as a finer one to ~2e−5 here)
 KW = dict(nxi=16, nz0=60, neta=12, nz=1000)
 
 

@@ -153,7 +153,7 @@ def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
     st = Setup(activation="cubic", d=d, readouts=[1.0], Delta=DELTA, beta=None)
     dlt = _excess_power(d)
     rows, failures = [], []
-    for j, s in enumerate((2.0, 3.0)):
+    for j, s in enumerate((2.0,)):
         m = S.measure(d, 1, s, DELTA, BETA, instances=12, chains=2, warmup=400, samples=800,
                       seed=500 + j, which=("informed",))
         r = m["informed"]
