@@ -29,10 +29,10 @@ def test_linear_channel_is_gaussian_in_closed_form():
 
 def test_cubic_channel_against_monte_carlo():
     rng = np.random.default_rng(0)
-    q, s, M = 0.3, 0.1, 20000
+    q, s, M = 0.3, 0.1, 10000
     om = math.sqrt(q) * rng.standard_normal(M)
     y = glm.cubic(om + math.sqrt(1 - q) * rng.standard_normal(M)) + math.sqrt(s) * rng.standard_normal(M)
-    z = np.linspace(-9, 9, 3000)
+    z = np.linspace(-9, 9, 2000)
     logw = -0.5 * z * z + math.log(z[1] - z[0]) - 0.5 * math.log(2 * math.pi)
     vals = []
     for a in range(0, M, 2000):
