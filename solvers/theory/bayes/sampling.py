@@ -13,6 +13,13 @@ Hungarian-matched overlap is returned as a diagnostic only.  The Gibbs error of 
 sample is E_x (f_W(x) − f*(x))² computed in closed form (below); under the Nishimori identity it
 is 2 ε^BO.
 
+What the samples can be compared with: the fixed point gives each unit a Gaussian output
+channel, which is exact only for small readouts; a unit with an O(1) readout learned from
+n = O(d) samples follows the GLM replica formula instead (:mod:`.glm`; README, sampling section).
+Chains started at the teacher remember their start for long (overlaps biased up, Gibbs errors
+down); random starts stay stuck near q = 0; the chain–chain overlap (`Run.pair`) is the Nishimori
+check.
+
 Closed kernel for σ = He₃/√6 at arbitrary norms: with A = |a|²/d, B = |b|²/d, C = a·b/d,
 E σ(a·x/√d) σ(b·x/√d) = C³ + (3/2) C (A−1)(B−1)  (Isserlis; the second term is the
 finite-d leak of the norm fluctuations into the linear Hermite mode).
