@@ -2,18 +2,12 @@
 
 Default tests (tiny): the HMC gradient against central finite differences, the closed Gibbs-error
 kernel against Monte Carlo over x, and concentration on the teacher for k = 1 with many samples.
-Full test (`make verify`): d = 40, k = 20, cubic σ = He₃/√6, β = 1, Δ = 0.1, at n/d around the
-first two transitions (from `transitions`), both starts; each start is compared with the
-matching branch of the fixed point (selection = "informed" / "uninformed").
-
-Tolerance of the full test, fixed before the run: |sampled − theory| ≤ 3 SE + 1/√d, where SE is
-the standard error over all chains of all data sets (instances × chains, so it holds both the
-between-chain and the data-set-to-data-set spread at this d) and 1/√d = 0.158 is the O(1/√d)
-finite-size allowance (the theory is a d → ∞ statement; the norms |w|²/d alone fluctuate by
-√(2/d) = 0.22 per unit, and q enters the free energy at O(1)).
-Run length: 600 warm-up + 600 kept HMC iterations (second half averaged); a 4-chain trace at
-n/d = 5.2 from the uninformed start was still drifting after 300 + 300 (q₁ of one chain
-0.39 → 1.07 between the first and third block of 150), so 300 + 300 is not enough.
+Default test added for issue 14: HMC against a quadrature posterior (d = 2, k = 1).
+Full tests (`make verify`): k = 1 (a GLM) against its exact replica limit, which excludes the
+Gaussian-channel fixed point (the decisive check); and the d = 40, k = 20, β = 1 comparison with
+the fixed point, kept as an expected failure with its reason (README, sampling section).
+Error bars are standard errors over independent data sets; the finite-size allowance
+δ_d = E f*² − 1 = 9/d + 20/d² is the teacher's excess signal power under the Gaussian prior.
 """
 import math
 import os
@@ -66,47 +60,114 @@ def test_posterior_concentrates_on_teacher_k1():
         assert run.gibbs.mean() / 2 < 0.02
 
 
+def test_hmc_matches_quadrature_posterior_d2():
+    # detailed balance end to end: at d = 2, k = 1 the posterior is a 2-D density, integrated on
+    # a grid (spacing 0.0125, |w| ≤ 5: discretisation error ≪ the HMC error bar); 16 independent
+    # random-start chains give the standard error of E w and E|w|²
+    rng = np.random.default_rng(7)
+    data = S.make_data(2, 1, 12, 0.5, 1.0, rng)
+    g = np.linspace(-5, 5, 801)
+    W1, W2 = np.meshgrid(g, g, indexing="ij")
+    Wg = np.stack([W1.ravel(), W2.ravel()], 1)[:, None, :]
+    U = np.concatenate([S.potential(Wg[i:i + 40000], data)[0] for i in range(0, len(Wg), 40000)])
+    p = np.exp(-(U - U.min()))
+    p /= p.sum()
+    exact = np.r_[(p[:, None] * Wg[:, 0, :]).sum(0), (p * (Wg[:, 0, :] ** 2).sum(1)).sum()]
+    run = S.hmc(data, S.starts(data, 16, False, rng), warmup=300, samples=1500, leapfrog=10,
+                rng=rng, observe=lambda W: np.concatenate([W[:, 0, :], (W[:, 0, :] ** 2).sum(1)[:, None]], 1))
+    per_chain = run.observed.mean(axis=0)
+    m, se = per_chain.mean(0), per_chain.std(0, ddof=1) / math.sqrt(per_chain.shape[0])
+    assert np.all(np.abs(m - exact) < 4 * se), (m, se, exact)
+    assert np.all(se < 0.05)          # the test can fail: the bar is tight, not vacuous
+
+
 D, K, DELTA, BETA = 40, 20, 0.1, 1.0
 
 
 def _points():
+    """n/d clearly after the first and after the second transition of the fixed point (every
+    branch coincides there: no coexistence, so a pure phase is compared with a pure phase), each
+    ≥ 0.5 × (band width) away from the bands measured at this d."""
     from solvers.theory.bayes import Setup, transitions
     st = Setup(activation="cubic", d=D, gamma=K / D, Delta=DELTA, beta=BETA)
-    f1, f2 = transitions(st, features=[1, 2])["features"]
-    # inside the first coexistence band, between the transitions, inside the second band
-    return st, [0.5 * (f1["appears"] + f1["ends"]), 0.5 * (f1["ends"] + f2["appears"]),
-                0.5 * (f2["appears"] + f2["ends"])]
+    f1, f2, f3 = transitions(st, features=[1, 2, 3])["features"]
+    return st, [0.5 * (f1["ends"] + f2["appears"]), 0.5 * (f2["ends"] + f3["appears"])]
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=False, reason="issue 14, open: at d = 40, k = 20 the sampled q_1 and Gibbs "
-                   "error/2 miss the fixed point beyond 3 SE + 1/sqrt(d) (see the README's sampling "
-                   "section); kept as the measurement, not loosened")
+@pytest.mark.xfail(strict=False, reason="issue 14, open and explained: the fixed point is not the "
+                   "Bayes-optimal posterior of units with O(1) readouts (features 1, 2 at beta = 1; "
+                   "see test_hmc_k1_follows_glm_formula_not_gaussian_channel and the README's sampling "
+                   "section); at d = 40 the comparison also lacks power (SE of q_1 ~ 0.1 with 4-8 "
+                   "data sets). Kept as the measurement, not loosened")
 def test_hmc_against_fixed_point_d40():
+    # teacher-started chains only (random starts stay stuck, README); error bars over data sets;
+    # allowance 3 SE + δ_d (δ_d = E f*² − 1 = 9/d + 20/d² = 0.24 at d = 40); a comparison whose
+    # SE exceeds 0.05 is reported as having no power rather than counted as agreement
     from solvers.theory.bayes import curve
     st, pts = _points()
-    tol_fs = 1 / math.sqrt(D)
+    dlt = _excess_power(D)
     failures, rows = [], []
     for j, s in enumerate(pts):
-        m = S.measure(D, K, s, DELTA, BETA, instances=4, chains=2, warmup=600, samples=600,
-                      seed=100 + j)
-        for start in ("informed", "uninformed"):
-            th = curve(st, n_over_d=[m["n_over_d"]], selection=start)
-            q_th, eps_th = np.array(th["q"][0]), th["eps_bo"][0]
-            r = m[start]
-            qm, qse = S.summary(r["q"])
-            cm, _ = S.summary(r["cosine"])
-            rows.append(f"n/d={m['n_over_d']:.4f} {start:10s} diagnostics: cosine q1 {cm[0]:.4f}"
-                        f" q2 {cm[1]:.4f}; theory q1..3 {np.round(q_th[:3], 4)}")
-            gm, gse = S.summary(r["gibbs_half"])
-            for name, got, se, want in (("q1", qm[0], qse[0], q_th[0]),
-                                        ("q2", qm[1], qse[1], q_th[1]),
-                                        ("gibbs/2", gm, gse, eps_th)):
-                ok = abs(got - want) <= 3 * se + tol_fs
-                rows.append(f"n/d={m['n_over_d']:.4f} {start:10s} {name:8s} sampled "
-                            f"{got:.4f} ± {se:.4f}  theory {want:.4f}  "
-                            f"{'ok' if ok else 'OUT'} (acc {r['accept']:.2f})")
-                if not ok:
-                    failures.append(rows[-1])
+        m = S.measure(D, K, s, DELTA, BETA, instances=8, chains=2, warmup=400, samples=600,
+                      seed=100 + j, which=("informed",))
+        th = curve(st, n_over_d=[m["n_over_d"]], selection="potential")
+        q_th, eps_th = np.array(th["q"][0]), th["eps_bo"][0]
+        r = m["informed"]
+        qm, qse = S.summary(r["q_inst"])
+        pm, pse = S.summary(r["pair_inst"])
+        gm, gse = S.summary(r["gibbs_inst"])
+        for name, got, se, want in (("q1", qm[0], qse[0], q_th[0]), ("q2", qm[1], qse[1], q_th[1]),
+                                    ("gibbs/2", gm, gse, eps_th)):
+            ok = abs(got - want) <= 3 * se + dlt and se <= 0.05
+            rows.append(f"n/d={m['n_over_d']:.3f} {name:8s} sampled {got:.4f} ± {se:.4f} "
+                        f"fixed point {want:.4f} {'ok' if ok else 'OUT'}")
+            if not ok:
+                failures.append(rows[-1])
+        rows.append(f"n/d={m['n_over_d']:.3f} Nishimori q1 {qm[0]:.3f} vs chain-chain {pm[0]:.3f}"
+                    f" ± {pse[0]:.3f}; acceptance {r['accept']:.2f}")
+        if abs(qm[0] - pm[0]) > 3 * math.hypot(qse[0], pse[0]):
+            failures.append(rows[-1])
+    print("\n".join(rows))
+    assert not failures, "\n".join(failures)
+
+
+def _excess_power(d: int) -> float:
+    """E f*² − 1 for one unit under the Gaussian prior at finite d: 9/d + 20/d² (A = |w*|²/d ~
+    χ²_d/d in E σ(√A z)²); the scale of the O(1/d) norm corrections to the Gibbs error."""
+    return 9.0 / d + 20.0 / d ** 2
+
+
+@pytest.mark.full
+def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
+    # k = 1, v = 1, Δ = 0.1: the model is a GLM, whose Bayes-optimal limit is the (proven) replica
+    # formula of solvers/theory/bayes/glm.py.  The fixed-point system of the notes treats the
+    # output as a Gaussian channel; for one O(1)-readout unit that is not the posterior.
+    # Informed starts (the teacher) keep the chains in the teacher's state; the Gibbs error of such
+    # chains is biased low if anything (they remember the start), so "Gibbs/2 − 3 SE − δ_d > ε_FP"
+    # is a conservative exclusion.  δ_d = E f*² − 1 is the stated finite-size allowance.
+    from solvers.theory.bayes import Setup, curve
+    from solvers.theory.bayes.glm import GLM
+    d = 80
+    ref = GLM(v=1.0, s=DELTA)
+    st = Setup(activation="cubic", d=d, readouts=[1.0], Delta=DELTA, beta=None)
+    dlt = _excess_power(d)
+    rows, failures = [], []
+    for j, s in enumerate((2.0,)):
+        m = S.measure(d, 1, s, DELTA, BETA, instances=12, chains=2, warmup=400, samples=800,
+                      seed=500 + j, which=("informed",))
+        r = m["informed"]
+        q, qse = S.summary(r["q_inst"][:, 0])
+        pq, pse = S.summary(r["pair_inst"][:, 0])
+        g, gse = S.summary(r["gibbs_inst"])
+        eps_glm, q_glm = ref.gibbs_half(s), ref.overlap(s)
+        eps_fp = curve(st, n_over_d=[s], selection="informed")["eps_bo"][0]
+        rows.append(f"n/d={s}: q {q:.3f}±{qse:.3f} (pair {pq:.3f}±{pse:.3f}) GLM {q_glm:.3f}; "
+                    f"Gibbs/2 {g:.3f}±{gse:.3f} GLM {eps_glm:.3f} fixed point {eps_fp:.3f} "
+                    f"δ_d {dlt:.3f}")
+        checks = {"nishimori": abs(q - pq) <= 3 * math.hypot(qse, pse),
+                  "glm": abs(g - eps_glm) <= 3 * gse + dlt,
+                  "fixed point excluded": g - 3 * gse - dlt > eps_fp}
+        failures += [f"{rows[-1]}: {k}" for k, ok in checks.items() if not ok]
     print("\n".join(rows))
     assert not failures, "\n".join(failures)

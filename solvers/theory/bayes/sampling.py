@@ -13,6 +13,13 @@ Hungarian-matched overlap is returned as a diagnostic only.  The Gibbs error of 
 sample is E_x (f_W(x) − f*(x))² computed in closed form (below); under the Nishimori identity it
 is 2 ε^BO.
 
+What the samples can be compared with: the fixed point gives each unit a Gaussian output
+channel, which is exact only for small readouts; a unit with an O(1) readout learned from
+n = O(d) samples follows the GLM replica formula instead (:mod:`.glm`; README, sampling section).
+Chains started at the teacher remember their start for long (overlaps biased up, Gibbs errors
+down); random starts stay stuck near q = 0; the chain–chain overlap (`Run.pair`) is the Nishimori
+check.
+
 Closed kernel for σ = He₃/√6 at arbitrary norms: with A = |a|²/d, B = |b|²/d, C = a·b/d,
 E σ(a·x/√d) σ(b·x/√d) = C³ + (3/2) C (A−1)(B−1)  (Isserlis; the second term is the
 finite-d leak of the norm fluctuations into the linear Hermite mode).
@@ -95,10 +102,15 @@ class Run:
     accept: float
     step: np.ndarray              # final step size per chain
     info: dict = field(default_factory=dict)
+    observed: np.ndarray | None = None  # (samples, chains, …): observe(W) per kept sample
+    # Nishimori diagnostics: overlap between chains 2j and 2j+1 (same data), (samples, chains//2, k),
+    # which at equilibrium has the same mean as the overlap with the teacher; and |w_i|²/d
+    pair: np.ndarray | None = None
+    norms: np.ndarray | None = None
 
 
 def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 20,
-        target: float = 0.8, thin: int = 1, rng=None, progress=None) -> Run:
+        target: float = 0.8, thin: int = 1, rng=None, progress=None, observe=None) -> Run:
     """HMC with per-chain step sizes tuned during warm-up (dual averaging on log step)."""
     from scipy.optimize import linear_sum_assignment
 
@@ -106,10 +118,11 @@ def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 2
     with np.errstate(over="ignore", invalid="ignore"):
         # early warm-up steps may overshoot to inf; those proposals are rejected (logr = −inf)
         return _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress,
-                    linear_sum_assignment)
+                    linear_sum_assignment, observe)
 
 
-def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment):
+def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment,
+         observe):
     W = np.array(W0, float)
     c, k, d = W.shape
     U, grad = potential(W, data)
@@ -117,7 +130,7 @@ def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linea
     logbar = logeps.copy()
     hbar = np.zeros(c)
     mu = math.log(10 * 0.01)
-    ov, ovm, gib, cs = [], [], [], []
+    ov, ovm, gib, cs, obs, pr, nr = [], [], [], [], [], [], []
     acc_total = 0.0
     for it in range(warmup + samples * thin):
         eps = np.exp(logeps if it < warmup else logbar)
@@ -161,10 +174,16 @@ def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linea
                     om[ch, cols] = o[ch, rows, cols]
                 ovm.append(om)
                 gib.append(gen_error(W, data.Wt, data.v))
+                if observe is not None:
+                    obs.append(np.asarray(observe(W)))
+                h2 = (c // 2) * 2
+                pr.append(np.einsum("cid,cid->ci", W[0:h2:2], W[1:h2:2]) / d)
+                nr.append(np.einsum("cid,cid->ci", W, W) / d)
         if progress:
             progress(1)
     return Run(np.array(ov), np.array(ovm), np.array(gib), np.array(cs), acc_total / max(samples * thin, 1),
-               np.exp(logbar))
+               np.exp(logbar), observed=np.array(obs) if observe is not None else None,
+               pair=np.array(pr), norms=np.array(nr))
 
 
 def starts(data: Data, chains: int, informed: bool, rng) -> np.ndarray:
@@ -176,16 +195,20 @@ def starts(data: Data, chains: int, informed: bool, rng) -> np.ndarray:
 
 def measure(d: int, k: int, n_over_d: float, Delta: float = 0.1, beta: float = 1.0,
             instances: int = 4, chains: int = 2, warmup: int = 400, samples: int = 400,
-            leapfrog: int = 20, seed: int = 0, progress=None) -> dict:
+            leapfrog: int = 20, seed: int = 0, progress=None,
+            which=("informed", "uninformed")) -> dict:
     """Both starts on `instances` independent data sets (teacher, X, noise), `chains` each.
 
     Returns per start: the mean over the second half of the samples of q_i (i = 1..k) and of the
-    Gibbs error / 2, per chain (instances × chains), so that error bars can be formed."""
+    Gibbs error / 2, per chain (instances × chains), and per instance (`*_inst`, averaged over its
+    chains: chains of one instance share the data and, informed, the start, so only instances are
+    independent and error bars are formed over them).  `pair_inst` is the chain–chain overlap
+    (Nishimori: equal in mean to the teacher overlap at equilibrium), `norm_inst` |w_i|²/d (→ 1)."""
     rng = np.random.default_rng(seed)
     n = int(round(n_over_d * d))
     out = {"d": d, "k": k, "n": n, "n_over_d": n / d, "Delta": Delta, "beta": beta}
-    for informed in (True, False):
-        q, qm, g, acc, cs = [], [], [], [], []
+    for informed in [w == "informed" for w in which]:
+        q, qm, g, acc, cs, pr, nr = [], [], [], [], [], [], []
         for _ in range(instances):
             data = make_data(d, k, n, Delta, beta, rng)
             run = hmc(data, starts(data, chains, informed, rng), warmup=warmup,
@@ -196,14 +219,20 @@ def measure(d: int, k: int, n_over_d: float, Delta: float = 0.1, beta: float = 1
             cs.append(run.cosine[h:].mean(axis=0))
             g.append(run.gibbs[h:].mean(axis=0) / 2)
             acc.append(run.accept)
+            pr.append(run.pair[h:].mean(axis=(0, 1)) if chains >= 2 else np.full(k, np.nan))
+            nr.append(run.norms[h:].mean(axis=(0, 1)))
         key = "informed" if informed else "uninformed"
         out[key] = {"q": np.concatenate(q), "q_matched": np.concatenate(qm),
                     "cosine": np.concatenate(cs),
-                    "gibbs_half": np.concatenate(g), "accept": float(np.mean(acc))}
+                    "gibbs_half": np.concatenate(g), "accept": float(np.mean(acc)),
+                    "q_inst": np.array([x.mean(axis=0) for x in q]),
+                    "gibbs_inst": np.array([x.mean() for x in g]),
+                    "pair_inst": np.array(pr), "norm_inst": np.array(nr)}
     return out
 
 
 def summary(x: np.ndarray):
-    """Mean and standard error over the leading axis (chains across instances)."""
+    """Mean and standard error over the leading axis (use the `*_inst` arrays: instances are the
+    independent replicas)."""
     x = np.asarray(x, float)
     return x.mean(axis=0), x.std(axis=0, ddof=1) / math.sqrt(x.shape[0])
