@@ -316,10 +316,24 @@ def fig19_compute(p, piece):
         spec = parse_spec(doc, name=f"fig19-L{L}", extra_sections=("plateau", "asymptotic"))
         r = plateau_result(spec)
         al = np.linspace(0, p["alpha_max"], p["n_points"])
-        _, e = mode_states(problem_of(spec), list(al), rtol=1e-10)    # the drawn curve only
-        keep = ("tau_esc", "plateau_length", "plateau_length_ode", "D", "eps_plateau", "plateau_length_note")
-        return {"alpha": al, "eps": e, **{k: r[k] for k in keep if k in r}}
-    return {str(L): piece(f"L{L}", p | {"L": L}, lambda L=L: one(L)) for L in p["Ls"]}
+        problem = problem_of(spec)
+        st, e = mode_states(problem, list(al), rtol=1e-10)
+        keep = ("tau_esc", "plateau_length", "plateau_length_ode", "D", "eps_plateau", "plateau_length_note",
+                "rho_offset")
+        out = {"alpha": al, "eps": e, **{k: r[k] for k in keep if k in r}}
+        if "rho_offset" in r:
+            # the growth rate of the specialisation component ρ actually seen on this trajectory,
+            # over two escape times after α0: Eq. (117) assumes the symmetric plateau's 1/τ_esc
+            from solvers.core.numbers import Float64Context
+            from solvers.theory.plateau import specialisation_component
+            from solvers.theory.plateau_length import level_one_R
+            R1, _ = level_one_R(st, problem.numeric(Float64Context()).lam, p["M"])
+            rho = specialisation_component(R1, p["M"])
+            win = (al >= p["alpha0"]) & (al <= p["alpha0"] + 2 * r["tau_esc"])
+            out["rate_measured"] = float(np.polyfit(al[win], np.log(np.abs(rho[win] - r["rho_offset"])), 1)[0])
+        return out
+    # "-rate": the piece also holds the measured growth rate (a new name keeps older pieces apart)
+    return {str(L): piece(f"L{L}-rate", p | {"L": L}, lambda L=L: one(L)) for L in p["Ls"]}
 
 
 def fig19_plot(d, p, out, small):
@@ -344,6 +358,10 @@ def fig19_checks(d, p):
             continue
         dev = r["plateau_length"] / r["plateau_length_ode"] - 1
         out.append(check(f"L = {L}: Eq. (117) length / ODE length − 1 (τ_esc = {r['tau_esc']:.4g})", dev, "|·| < 0.1", abs(dev) < 0.1))
+        if "rate_measured" in r:
+            ratio = r["rate_measured"] * r["tau_esc"]
+            out.append(check(f"L = {L}: growth rate of ρ on the ODE over [α0, α0 + 2τ_esc] × τ_esc", ratio, 1.0, None,
+                             "Eq. (117) takes the symmetric plateau's rate; a random teacher's plateau escapes at its own"))
     return out
 
 
