@@ -198,7 +198,7 @@ def b3_checks(d, p):
             check(f"refinement (n/d ≥ {p['refine_from']:g}): fitted slope", s_late, -1.0,
                   abs(s_late + 1) < 0.02 if late.sum() >= 2 else None),
             check("collapse ε n/(k_c d) over the learning regime: min | max", [float(np.min(col)), float(np.max(col))],
-                  "Θ(1): max/min < 2", float(np.max(col) / np.min(col)) < 2)]
+                  "Θ(1)", None, "reported: Θ(1) is a statement about d → ∞, one d cannot pass or fail it")]
 
 
 FIGB3 = Figure("B3", "Bayes-optimal: ε^BO(n) — learning regime, refinement, and the k_c collapse",
@@ -268,6 +268,10 @@ FIGK1 = Figure("K1", "Kernel learning curves: Monte Carlo vs eigenlearning vs th
                small={"a": 2.0, "b": 2.0, "M": 300, "ridge": 1e-2, "noise": 1e-2,
                       "P": [16, 32, 64], "trials": 8, "seed": 0, "rg_cut": 0.01},
                compute=k1_compute, plot=k1_plot, checks=k1_checks, overlay=True,
+               errata="Trials: a first full run with 32 designs per P (the notebook's count) had P = 512 at "
+                      "3.65 s.e.m. below eigenlearning (ratio 0.962); E_g over designs has a heavy right tail, so "
+                      "32-design means sit low and their s.e.m. is unreliable. With 128 designs the ratio is 0.984 "
+                      "(2.85 s.e.m.): a 1–2 % finite-P, finite-M deviation at the largest P may remain.",
                data_note="Not a figure of the power-law-spectra paper: the kernel / Gaussian-process companion "
                          "theory (issue 15, ../shared/papers/field-theory-slides.txt).")
 
