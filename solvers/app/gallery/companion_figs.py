@@ -208,6 +208,9 @@ FIGB3 = Figure("B3", "Bayes-optimal: ε^BO(n) — learning regime, refinement, a
                full={"d": 2000, "Delta": 0.1, "beta": 1.0, "s_lo": 30.0, "s_hi": 3e7, "n_s": 80, "refine_from": 3e5},
                small={"d": 200, "Delta": 0.1, "beta": 1.0, "s_lo": 30.0, "s_hi": 3e7, "n_s": 12, "refine_from": 3e5},
                compute=b3_compute, plot=b3_plot, checks=b3_checks,
+               errata="The learning-regime slope at d = 2000, Δ = 0.1 misses the −1/2 ± 0.05 set for it (fit over "
+                      "3 ≤ k_c ≤ 0.3k); issue 14 reports −0.51 ± 0.02 at d = k = 4000, Δ = 1: finite-d and Δ effects "
+                      "not separated here.",
                data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory (issue 14).")
 
 
