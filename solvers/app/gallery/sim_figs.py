@@ -237,10 +237,9 @@ FIG15 = Figure(15, "Training outside the covariance eigenbasis: SGD vs Eq. (88)"
                errata="Eq. (88) is the η → 0 asymptote; the finite-η fixed point (divided by 1 − ηTr(Σ̃)/2N) is used. "
                       "Cost: the literal kernel (ξ = A z, O(N²) per step) would need ≈ 47 CPU-hours here; the reduced "
                       "kernel (same process in law, O(N_l) per step, BENCHMARKS.md §16) needs 10.6 / 19.2 CPU s per 25-seed "
-                      "chunk at N_l = 50 / 100, ≈ 1.1·10³ CPU s for the whole figure. Status of the full-size run (cached "
-                      "pieces, resumable with `make figures FIG=15`): N_l = 50 done for all 300 seeds — SGD window mean "
-                      "0.0126557 against its exact expectation 0.0126558 (z = −2.1) and Eq. (88) at finite η "
-                      "0.012468 ± 0.000036 (SGD 1.5 % above; Eq. 88 has neither the finite-N noise term nor the slow modes still relaxing at α ≥ 5000, the exact expectation has both); "
-                      "N_l = 100, 150, 200 not finished before the session's deadline on the shared machine.")
+                      "chunk at N_l = 50 / 100 (28 / 37 at 150 / 200), ≈ 1.1·10³ CPU s for the whole figure. The checks compare "
+                      "each run's window mean with its exact expectation (finite N, finite η, same W and initial weights) "
+                      "and the seed mean with Eq. (88) at finite η, which has neither the finite-N noise term nor the "
+                      "slow modes still relaxing at α ≥ 5000.")
 
 FIGURES = [FIG5, FIG6, FIG15]
