@@ -34,7 +34,7 @@ def reduced(tmp_path_factory):
 
 def test_every_figure_regenerates_at_reduced_size(reduced):
     out, done = reduced
-    assert sorted(done) == list(range(1, 21))
+    assert set(done) == set(all_figures()) and set(range(1, 21)) <= set(done)
     for n, rec in done.items():
         assert rec["size"] == "small" and rec["files"], n
         for f in rec["files"]:
@@ -45,7 +45,7 @@ def test_every_figure_regenerates_at_reduced_size(reduced):
             if any(key in c["name"] for key in ROBUST):
                 assert c["ok"] is True, (n, c)
     text = (out / "gallery.md").read_text()
-    assert text.count("status: **reduced-size placeholder**") == 20
+    assert text.count("status: **reduced-size placeholder**") == len(done)
 
 
 def test_rerun_uses_the_cache(reduced):
@@ -57,14 +57,14 @@ def test_rerun_uses_the_cache(reduced):
 
 def test_gallery_page_lists_every_figure_and_its_images_exist():
     page = (ROOT / "docs" / "gallery.md").read_text()
-    listed = {int(n) for n in re.findall(r"^## Figure (\d+)$", page, flags=re.M)}
-    assert listed == set(range(1, 21)) == set(all_figures())
+    listed = {int(n) if n.isdigit() else n for n in re.findall(r"^## Figure (\w+)$", page, flags=re.M)}
+    assert set(range(1, 21)) <= listed and listed == set(all_figures())
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page)
     assert images
     for img in images:
         assert (ROOT / "docs" / img).exists(), img
     records = json.loads((ROOT / "docs" / "figures" / "records.json").read_text())
-    for n in range(1, 21):
+    for n in all_figures():
         r = records.get(str(n), {})
         status = "full size" if r.get("full") else "placeholder" if r.get("small") else "not yet generated"
         section = page.split(f"## Figure {n}\n")[1].split("\n## Figure")[0]

@@ -81,6 +81,8 @@ import numpy as np
 from numba import njit
 from scipy import linalg, optimize, special
 
+from solvers.sim.normals import fill_normals, seed_state
+
 __all__ = [
     "FEATURE_SCALING_KEYS",
     "trainable_counts",
@@ -96,6 +98,10 @@ __all__ = [
     "monte_carlo_eq86",
     "stationary_eps",
     "simulate_rotated_mask",
+    "simulate_rotated_mask_reduced",
+    "rotated_mask_reduction",
+    "rotated_mask_init",
+    "expected_eps_rotated_mask",
     "fit_exponent",
     "feature_scaling_result",
 ]
@@ -410,6 +416,137 @@ def simulate_rotated_mask(eigenvalues, N, N_l, eta, sigma_J, alpha_max, seed, ro
                         int(rng.integers(2**31 - 1)))
     alpha = np.arange(out.size) * record_every / N
     return alpha, out, Sigma, e_frozen
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _dot_reassoc(u, x, off, n):
+    acc = 0.0
+    for i in range(n):
+        acc += u[i] * x[off + i]
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _sgd_reduced_kernel(v, scale, eta, N, n_steps, record_every, out, state, batch):
+    """The trainable error in the eigenbasis of Sigma~ (v) plus one scalar for the frozen part:
+    x = scale * normals (scale = [sqrt(mu), sqrt(c)]), e.xi = v.x[:n] + x[n].  The normals of
+    ``batch`` steps are drawn at once (one call per step costs more than the step at N_l ~ 100)."""
+    n = v.shape[0]
+    m = n + 1
+    tiled = np.empty(batch * m)
+    for b in range(batch):
+        tiled[b * m:(b + 1) * m] = scale
+    x = np.empty(batch * m)
+    scratch = np.empty(2 * batch * m, dtype=np.uint64)
+    mu = scale[:n] * scale[:n]
+    c = scale[n] * scale[n]
+    g = eta / N
+    r = 0
+    b = batch
+    for t in range(n_steps + 1):
+        if t % record_every == 0:
+            acc = c
+            for i in range(n):
+                acc += mu[i] * v[i] * v[i]
+            out[r] = 0.5 * acc / N
+            r += 1
+        if t == n_steps:
+            break
+        if b == batch:
+            fill_normals(state, scratch, tiled, x)
+            b = 0
+        off = b * m
+        d = g * (x[off + n] + _dot_reassoc(v, x, off, n))
+        for i in range(n):
+            v[i] -= d * x[off + i]
+        b += 1
+
+
+def rotated_mask_reduction(Sigma, N_l, e):
+    """(mu, v, c) of the reduced rotated-mask process for the error vector e (see
+    ``simulate_rotated_mask_reduced``): Sigma~ = V diag(mu) V^T, v = V^T (e~ + Sigma~^-1 Sigma_c e^),
+    c = e^T (Sigma / Sigma~) e^, so that e^T Sigma e = sum mu v^2 + c."""
+    N = Sigma.shape[0]
+    e_frozen = e[N_l:]
+    St, Sc, Sh = _blocks(Sigma, N_l)
+    mu, V = np.linalg.eigh(St)
+    if mu.size and mu.min() <= 0:
+        raise ValueError("Sigma~ is singular: the trainable block needs a positive-definite covariance")
+    Ge = linalg.solve(St, Sc @ e_frozen, assume_a="pos") if N_l < N else np.zeros(N_l)
+    c = float(e_frozen @ (Sh @ e_frozen) - (Sc @ e_frozen) @ Ge) if N_l < N else 0.0
+    return mu, np.ascontiguousarray(V.T @ (e[:N_l] + Ge)), max(c, 0.0)
+
+
+def rotated_mask_init(eigenvalues, N, N_l, sigma_J, seed, rotated=True, untrainable="frozen"):
+    """(rng, Sigma, e0) of a seed, drawn as ``simulate_rotated_mask`` draws them (W, then B, then J)."""
+    lam = _expand(eigenvalues, N)
+    rng = np.random.default_rng(seed)
+    W = haar_orthogonal(rng, N) if rotated else np.eye(N)
+    Sigma = np.ascontiguousarray((W * lam) @ W.T)
+    Sigma = 0.5 * (Sigma + Sigma.T)
+    B = rng.standard_normal(N)
+    J = sigma_J * rng.standard_normal(N)
+    if untrainable == "zero":
+        J[N_l:] = 0.0
+    return rng, Sigma, J - B
+
+
+def simulate_rotated_mask_reduced(eigenvalues, N, N_l, eta, sigma_J, alpha_max, seed, rotated=True,
+                                  untrainable="frozen", record_every=None):
+    """The process of ``simulate_rotated_mask`` (same law, same W, B, J for a seed) in O(N_l) per step.
+
+    Why it is exact: only e~ = e[:N_l] moves and e^ = e[N_l:] is frozen, so a step needs the law of
+    (xi~, e.xi) only.  xi~ ~ N(0, Sigma~) and, given xi~, e^.xi^ is Gaussian with mean
+    (G e^).xi~ (G = Sigma~^-1 Sigma_c) and the constant variance c = e^T (Sigma / Sigma~) e^ (Schur
+    complement).  Hence e.xi = u.xi~ + sqrt(c) w with u = e~ + G e^ (u moves exactly as e~) and a
+    fresh w ~ N(0, 1); in the eigenbasis Sigma~ = V diag(mu) V^T, v = V^T u and xi~ = V (sqrt(mu) z),
+    so one step draws N_l + 1 normals.  2N eps_g = e^T Sigma e = <(e.xi)^2> = sum mu v^2 + c.
+    The steps' random inputs come from the simulator's normal stream (solvers/sim/normals.py),
+    seeded from the same SeedSequence; trajectories equal the literal kernel's in law, not draw by draw.
+    Returns (alpha, eps_g, Sigma, e_frozen) like ``simulate_rotated_mask``.
+    """
+    rng, Sigma, e = rotated_mask_init(eigenvalues, N, N_l, sigma_J, seed, rotated, untrainable)
+    mu, v, c = rotated_mask_reduction(Sigma, N_l, e)
+    scale = np.concatenate([np.sqrt(mu), [math.sqrt(c)]])
+    record_every = N if record_every is None else int(record_every)
+    n_steps = int(round(alpha_max * N))
+    out = np.empty(n_steps // record_every + 1)
+    state = seed_state(np.random.SeedSequence(int(rng.integers(2**63 - 1))))
+    _sgd_reduced_kernel(v, scale, float(eta), N, n_steps, record_every, out, state, 64)
+    alpha = np.arange(out.size) * record_every / N
+    return alpha, out, Sigma, e[N_l:].copy()
+
+
+def expected_eps_rotated_mask(Sigma, N_l, e0, eta, steps, window=None):
+    """Exact mean eps_g of online SGD (mask on the first N_l original coordinates) after each of
+    ``steps`` SGD steps, given Sigma and the initial error e0 (the average is over the inputs only).
+
+    In the reduced variables the diagonal x_i = <v_i^2> closes (Gaussian fourth moments):
+    x' = A x + b, A = diag(1 - 2 g mu + 2 g^2 mu^2) + g^2 mu mu^T, b = g^2 c mu, g = eta/N, and
+    eps_g = (mu.x + c)/(2N).  A is symmetric: x_t = x* + U diag(w^t) U^T (x_0 - x*).
+    ``window`` = (t0, t1, every): also return the mean of eps_g over steps t0, t0+every, .. <= t1
+    (geometric sums), i.e. the exact expectation of a simulation's window average.
+    """
+    N = Sigma.shape[0]
+    mu, v, c = rotated_mask_reduction(Sigma, N_l, np.asarray(e0, float))
+    g = eta / N
+    A = np.diag(1 - 2 * g * mu + 2 * g * g * mu * mu) + g * g * np.outer(mu, mu)
+    w, U = np.linalg.eigh(A)
+    if np.any(np.abs(w) >= 1):
+        raise ValueError(f"eta = {eta} is beyond the stability limit of the second moment (|w| max {np.abs(w).max():.4g})")
+    xs = np.linalg.solve(np.eye(mu.size) - A, g * g * c * mu)
+    y0 = U.T @ (v * v - xs)
+    muU = mu @ U
+    steps = np.asarray(steps, dtype=float)
+    eps = (mu @ xs + c + (np.power.outer(w, steps) * (muU * y0)[:, None]).sum(axis=0)) / (2 * N)
+    if window is None:
+        return eps
+    t0, t1, every = window
+    k = int((t1 - t0) // every) + 1
+    q = np.power(w, every)
+    geo = np.where(np.abs(1 - q) > 1e-300, np.power(w, t0) * (1 - np.power(q, k)) / np.where(q == 1, 1, 1 - q), k)
+    mean = (mu @ xs + c + (muU * y0) @ geo / k) / (2 * N)
+    return eps, float(mean)
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,16 +10,17 @@ def cmd_figures(args) -> int:
     if args.list:
         from solvers.app.gallery import all_figures
         for n, f in all_figures().items():
-            print(f"{n:2d}  {f.title}")
+            print(f"{str(n):>3}  {f.title}")
         return 0
     figs = None
     if args.fig:
         # the order given is kept: cheapest first when the caller says so
-        figs = list(dict.fromkeys(int(x) for part in args.fig for x in str(part).replace(",", " ").split()))
-        from solvers.app.gallery import all_figures
+        from solvers.app.gallery import all_figures, figure_id
+        figs = list(dict.fromkeys(figure_id(x) for part in args.fig for x in str(part).replace(",", " ").split()))
         bad = [n for n in figs if n not in all_figures()]
         if bad:
-            raise CliError(f"--fig: no such figure {bad}; the paper has Figures 1-20")
+            extra = ", ".join(str(n) for n in all_figures() if isinstance(n, str))
+            raise CliError(f"--fig: no such figure {bad}; the paper has Figures 1-20 (companions: {extra})")
     out = Path(args.out) if args.out else runner.OUT
     records = runner.RECORDS if not args.out else out / "records.json"
     gallery = runner.DOCS / "gallery.md" if not args.out else out / "gallery.md"
@@ -32,7 +33,7 @@ def cmd_figures(args) -> int:
 
 def register(sub) -> None:
     f = sub.add_parser("figures", help="regenerate the paper's Figures 1-20 (docs/figures, docs/gallery.md)")
-    f.add_argument("--fig", action="append", help="figure number(s), e.g. --fig 6 or --fig 2,7 (default: all)")
+    f.add_argument("--fig", action="append", help="figure number(s), e.g. --fig 6 or --fig 2,7 or --fig B1 (default: all)")
     f.add_argument("--small", action="store_true", help="reduced test size (placeholders, stamped as such)")
     f.add_argument("--out", help="output directory (default docs/figures; records and gallery go there too)")
     f.add_argument("--no-cache", action="store_true", help="recompute every piece")

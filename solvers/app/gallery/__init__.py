@@ -7,10 +7,24 @@ writes ``docs/figures/figNN*.png``, ``docs/figures/records.json`` and ``docs/gal
 from __future__ import annotations
 
 
+PAPER = tuple(range(1, 21))
+
+
+def figure_id(x):
+    """A figure's key: the paper's number (int), or a companion figure's name ("B1", "K1")."""
+    t = str(x).strip()
+    return int(t) if t.isdigit() else t.upper()
+
+
+def _order(n):
+    return (0, n, "") if isinstance(n, int) else (1, 0, n)
+
+
 def all_figures() -> dict:
-    from . import linear_figs, erf_figs, feature_figs, sim_figs
+    """The paper's Figures 1-20, then the companion theories' figures (B = Bayes-optimal, K = kernel)."""
+    from . import linear_figs, erf_figs, feature_figs, sim_figs, companion_figs
     figs = {}
-    for mod in (linear_figs, erf_figs, feature_figs, sim_figs):
+    for mod in (linear_figs, erf_figs, feature_figs, sim_figs, companion_figs):
         for f in mod.FIGURES:
             figs[f.number] = f
-    return dict(sorted(figs.items()))
+    return dict(sorted(figs.items(), key=lambda kv: _order(kv[0])))

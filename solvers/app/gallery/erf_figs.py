@@ -316,10 +316,24 @@ def fig19_compute(p, piece):
         spec = parse_spec(doc, name=f"fig19-L{L}", extra_sections=("plateau", "asymptotic"))
         r = plateau_result(spec)
         al = np.linspace(0, p["alpha_max"], p["n_points"])
-        _, e = mode_states(problem_of(spec), list(al), rtol=1e-10)    # the drawn curve only
-        keep = ("tau_esc", "plateau_length", "plateau_length_ode", "D", "eps_plateau", "plateau_length_note")
-        return {"alpha": al, "eps": e, **{k: r[k] for k in keep if k in r}}
-    return {str(L): piece(f"L{L}", p | {"L": L}, lambda L=L: one(L)) for L in p["Ls"]}
+        problem = problem_of(spec)
+        st, e = mode_states(problem, list(al), rtol=1e-10)
+        keep = ("tau_esc", "plateau_length", "plateau_length_ode", "D", "eps_plateau", "plateau_length_note",
+                "rho_offset")
+        out = {"alpha": al, "eps": e, **{k: r[k] for k in keep if k in r}}
+        if "rho_offset" in r:
+            # the growth rate of the specialisation component ρ actually seen on this trajectory,
+            # over two escape times after α0: Eq. (117) assumes the symmetric plateau's 1/τ_esc
+            from solvers.core.numbers import Float64Context
+            from solvers.theory.plateau import specialisation_component
+            from solvers.theory.plateau_length import level_one_R
+            R1, _ = level_one_R(st, problem.numeric(Float64Context()).lam, p["M"])
+            rho = specialisation_component(R1, p["M"])
+            win = (al >= p["alpha0"]) & (al <= p["alpha0"] + 2 * r["tau_esc"])
+            out["rate_measured"] = float(np.polyfit(al[win], np.log(np.abs(rho[win] - r["rho_offset"])), 1)[0])
+        return out
+    # "-rate": the piece also holds the measured growth rate (a new name keeps older pieces apart)
+    return {str(L): piece(f"L{L}-rate", p | {"L": L}, lambda L=L: one(L)) for L in p["Ls"]}
 
 
 def fig19_plot(d, p, out, small):
@@ -344,6 +358,10 @@ def fig19_checks(d, p):
             continue
         dev = r["plateau_length"] / r["plateau_length_ode"] - 1
         out.append(check(f"L = {L}: Eq. (117) length / ODE length − 1 (τ_esc = {r['tau_esc']:.4g})", dev, "|·| < 0.1", abs(dev) < 0.1))
+        if "rate_measured" in r:
+            ratio = r["rate_measured"] * r["tau_esc"]
+            out.append(check(f"L = {L}: growth rate of ρ on the ODE over [α0, α0 + 2τ_esc] × τ_esc", ratio, 1.0, None,
+                             "Eq. (117) takes the symmetric plateau's rate; a random teacher's plateau escapes at its own"))
     return out
 
 
@@ -356,7 +374,12 @@ FIG19 = Figure(19, "Plateau length: ODE vs Eq. (117)",
                       "alpha0": 500.0, "alpha_max": 4000.0, "n_points": 101},
                compute=fig19_compute, plot=fig19_plot, checks=fig19_checks,
                errata="Eq. (117)'s constant τ(D − ln σ_J + ½ ln N) is replaced by the log-ratio measured on the "
-                      "trajectory (see `scaling-odes plateau`); the paper's escape at R = e·R* is taken at 0.1·R*.")
+                      "trajectory (see `scaling-odes plateau`); the paper's escape at R = e·R* is taken at 0.1·R*. "
+                      "L = 6 misses the 10 % mark (Eq. 117 short by ≈ 12 %): the theory's rate 1/τ_esc is that of the "
+                      "symmetric plateau, while this run's random teacher (seed 1, N/L = 1166 directions per level) gives "
+                      "a plateau whose specialisation component grows more slowly (the measured-rate row). Moving α0 "
+                      "from 500 to 900 and 1300 moved the predicted α_P from 4676 to 4750 and 4837 while the ODE's escape "
+                      "stayed at 5232.5 (measured once, not part of the figure): the rate, not the fitted amplitude, is off.")
 
 
 # ---- Figures 6 (right) and 20: the asymptotic phase -----------------------------------------
@@ -372,24 +395,30 @@ def _asym_piece(L, p):
     i0 = int(np.argmin(np.abs(al - p["alpha0"][str(L)])))
     pred = F.eps_g(st[i0], al[i0], al[i0:])
     first = [F.first_order(s) for s in st]
-    return {"alpha": al, "eps": e, "i0": i0, "eq122": pred, "eq121": first, "rates": F.rates()[:6]}
+    # second order from the same state: the first-order ε_g misses ½ xᵀHx of in-span deformations,
+    # which is itself O(ε_g) (asymptotic.SecondOrder); this is what explains Eq. (122)'s residual
+    second = A.SecondOrder(F).eps_g(st[i0], al[i0], al[i0:])
+    return {"alpha": al, "eps": e, "i0": i0, "eq122": pred, "eq121": first, "second": second,
+            "rates": F.rates()[:6]}
 
 
 def _asym_compute(p, piece):
     def key(L):
         keep = ("beta", "eta", "sigma_J", "N", "seed", "alpha_start", "step")
         return {k: p[k] for k in keep} | {"L": L, "alpha_end": p["alpha_end"][str(L)], "alpha0": p["alpha0"][str(L)]}
-    return {str(L): piece(f"L{L}", key(L), lambda L=L: _asym_piece(L, p), group="asymptotic-K2")
+    # "-o2": the piece holds the second-order prediction too (a new name, so that the Fig. 6 version,
+    # which keys its SGD pieces, stays)
+    return {str(L): piece(f"L{L}-o2", key(L), lambda L=L: _asym_piece(L, p), group="asymptotic-K2")
             for L in p["Ls"]}
 
 
 EPS_MIN = 1e-10     # below this the float64 trajectory is rounding-limited (see notebook 05)
 
 
-def _asym_dev(r):
+def _asym_dev(r, key="eq122"):
     i0 = r["i0"]
     e = np.asarray(r["eps"])[i0:]
-    pr = np.asarray(r["eq122"])
+    pr = np.asarray(r[key])
     keep = e >= EPS_MIN
     return float(np.max(np.abs(pr[keep] / e[keep] - 1)))
 
@@ -411,7 +440,15 @@ def _asym_checks(d, p):
     for L in p["Ls"]:
         r = d[str(L)]
         dev = _asym_dev(r)
-        out.append(check(f"L = {L}: Eq. (122) from α0 vs ODE, max rel. (ε_g ≥ 1e-10)", dev, "< 0.05", dev < 0.05))
+        out.append(check(f"L = {L}: Eq. (122) from α0 vs ODE, max rel. (ε_g ≥ 1e-10)", dev, "< 0.05", dev < 0.05,
+                         "first order: misses ½ xᵀHx of the in-span directions, O(ε_g) itself (see the next rows)"))
+        e = np.asarray(r["eps"])
+        off = float(np.asarray(r["eq121"])[-1] / e[-1] - 1)
+        out.append(check(f"L = {L}: Eq. (121) on the ODE state at α_end, rel. offset", off, None, None,
+                         "a constant relative offset, not a transient: first order is not asymptotically exact"))
+        dev2 = _asym_dev(r, "second")
+        out.append(check(f"L = {L}: second-order expansion from α0 vs ODE, max rel. (ε_g ≥ 1e-10)", dev2, "< 0.01",
+                         dev2 < 0.01, "error cubic in the deviation from perfect learning"))
         lam_min = float(min(power_law(L, p["beta"]).eigenvalues))
         a = 2 * np.sqrt(3) / (3 * np.pi * 2) * p["eta"]          # a = 2√3/(3πM), times η (DESIGN errata)
         slow = a * (2 - np.sqrt(3)) * lam_min
@@ -442,6 +479,7 @@ def fig20_plot(d, p, out, small):
             ax.semilogy(a, r["eps"], "C0", label="ODE, O(η)")
             ax.semilogy(a, r["eq121"], "C2-.", lw=0.9, label="Eq. (121) on the ODE state")
             ax.semilogy(a[r["i0"]:], r["eq122"], "C1--", label=f"Eq. (122) from α0 = {p['alpha0'][str(L)]:g}")
+            ax.semilogy(a[r["i0"]:], r["second"], "C3:", lw=1.6, label="second order from α0")
             ax.set(xlabel=r"$\alpha$", ylabel=EPS, title=f"L = {L}")
             ax.legend()
         axes[0].set(xlabel=ALPHA, ylabel=EPS, title=f"K = M = 2, η = {p['eta']}, β = {p['beta']}, N = {p['N']}")
@@ -457,6 +495,11 @@ FIG20 = Figure(20, "Asymptotic convergence: first-order expansion Eq. (121) vs E
                small=_P20 | {"Ls": [3], "N": 900, "alpha_end": {"3": 3000.0}, "alpha0": {"3": 2000.0}, "step": 500.0},
                compute=_asym_compute, plot=fig20_plot, checks=_asym_checks,
                errata="α0 = 1000 (paper) → 3000/6000 here (see above). The initial conditions r(α0)… are taken from the ODE (not a simulation), with the teacher "
-                      "at its expectation so that the perfect-learning point is the paper's.")
+                      "at its expectation so that the perfect-learning point is the paper's. Eq. (121), the first-order "
+                      "expansion of ε_g, is not asymptotically exact: in-span deformations of the students change ε_g only "
+                      "at second order (½ xᵀHx) yet decay at about half the slowest visible rate, so their contribution is "
+                      "O(ε_g) for all α — a constant relative offset (measured 12 % at L = 3). Eq. (122) inherits it (13 % at "
+                      "α0 for L = 3, the check not met); the second-order expansion from the same state (dotted) "
+                      "follows the ODE (see the checks).")
 
 FIGURES = [FIG1, FIG4, FIG17, FIG18, FIG19, FIG20]   # Fig. 6 (right) is part of sim_figs.FIG6

@@ -215,8 +215,24 @@ def fig16_checks(d, p):
         pick = lambda v: [v[i] for i in sel]   # noqa: E731
         b_eig = fs.fit_exponent(pick(r["N_ls"]), pick(r["exact"]))
         b_rot = fs.fit_exponent(pick(r["N_ls"]), pick(r["eq88"]))
-        out.append(check(f"β = {beta}: fitted N_l exponent, eigenbasis (Eq. 71) | rotated Σ (Eq. 88)", [b_eig, b_rot],
-                         f"β = {beta} (eigenbasis)", abs(b_eig - beta) < 0.15 * max(beta, 0.3)))
+        b_74 = fs.fit_exponent(pick(r["N_ls"]), pick(r["eq74"]))
+        tol = 0.15 * max(beta, 0.3)
+        # Eq. (74) is (s λ+/2Lβ)(n^-β − L^-β): a pure power N_l^-β only where N_l^β ≪ N^β (the
+        # paper's condition).  At β = 0.3, N = 1024 that fails ((N_l/N)^β = 0.23..0.44 on the fit
+        # range), so the pure-β fit is reported and the claim is checked in the form Eq. (74) makes.
+        cond = (max(pick(r["N_ls"])) / p["N"]) ** beta
+        out.append(check(f"β = {beta}: fitted N_l exponent, eigenbasis (Eq. 71) | rotated Σ (Eq. 88) vs pure β",
+                         [b_eig, b_rot], f"β = {beta} where (N_l/N)^β ≪ 1",
+                         None if cond > 0.25 else abs(b_eig - beta) < tol,
+                         f"(N_l,max/N)^β = {cond:.2f}" + ("; the condition N_l^β ≪ N^β fails: no pass/fail"
+                                                           if cond > 0.25 else "")))
+        out.append(check(f"β = {beta}: fitted exponent, exact eigenbasis sum vs Eq. (74) on the same N_l (finite-L term included)",
+                         [b_eig, b_74], f"|Δ| < {tol:.3g}", abs(b_eig - b_74) < tol))
+        lp = fs._lambda_plus(p["N"], beta)
+        const = 0.5 * (1 + p["sigma_J"] ** 2) * lp / p["N"] * p["N"] ** -beta / beta
+        b_res = fs.fit_exponent(pick(r["N_ls"]), [v + const for v in pick(r["exact"])])
+        out.append(check(f"β = {beta}: exponent of the exact sum with Eq. (74)'s finite-L constant added back",
+                         b_res, f"β = {beta} ± {tol:.3g}", abs(b_res - beta) < tol))
         dev = float(np.max(np.abs(np.asarray(r["eq74"]) / np.asarray(r["exact"]) - 1)))
         out.append(check(f"β = {beta}: Eq. (74) vs exact eigenbasis sum, max rel.", dev))
     return out
@@ -230,6 +246,10 @@ FIG16 = Figure(16, "Asymptotic error vs the number of trainable directions N_l",
                small={"N": 64, "betas": [0.75, 1.5], "sigma_J": 0.01, "n_W": 4, "W_chunk": 2, "Nl_min": 2, "n_Nl": 5},
                compute=fig16_compute, plot=fig16_plot, checks=fig16_checks,
                errata="The paper averages Eq. (88) over 100 covariance matrices; 20 are used here (4.3 s CPU each at "
-                      "N = 1024 on this machine); the standard error of the mean is drawn as error bars.")
+                      "N = 1024 on this machine); the standard error of the mean is drawn as error bars. "
+                      "The exponent: ε ∝ N_l^−β holds only where N_l^β ≪ N^β (the paper's own condition); Eq. (74) is "
+                      "(n^−β − L^−β)/β, whose local slope β/(1 − (N_l/N)^β) exceeds β. At β = 0.3, N = 1024 the condition "
+                      "fails on the whole fit range (N^0.3 ≈ 8), so the fitted exponent (≈ 0.44) is compared with Eq. (74) "
+                      "fitted on the same N_l and, with the finite-L constant added back, with β (checks below).")
 
 FIGURES = [FIG3, FIG14, FIG16]

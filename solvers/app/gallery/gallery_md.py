@@ -23,6 +23,10 @@ the full-size run has been made. Run time = the measured compute time of the fig
 Simulation overlays are judged against the simulator tests' finite-size criterion: rms relative
 deviation of one run from its ODE < 3/√N (`tests/test_sim_vs_ode.py`).
 
+After the paper's figures come the companion theories' figures, made the same way: B1-B3 for the
+Bayes-optimal baseline (`scaling-odes bayes`, issue 14) and K1 for kernel learning curves
+(`scaling-odes kernel`, issue 15).
+
 """
 
 
@@ -62,7 +66,7 @@ def render(records: dict) -> str:
                 total_full += r["full"]["compute_s"]
         ok = "" if rec is None else (f"{sum(c['ok'] is True for c in rec['checks'])}"
                                      f"/{sum(c['ok'] is not None for c in rec['checks'])}")
-        lines.append(f"| [{n}](#figure-{n}) | {st} | {t} | {ok} |")
+        lines.append(f"| [{n}](#figure-{str(n).lower()}) | {st} | {t} | {ok} |")
     n_full = sum(1 for n in figs if records.get(str(n), {}).get("full"))
     total_full += sum(pieces.values())
     lines.append(f"\nFull-size figures: {n_full} of {len(figs)}; their summed run time "

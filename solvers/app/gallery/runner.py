@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from . import all_figures
+from . import all_figures, figure_id
 from .cache import Cache, _plain
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -51,10 +51,11 @@ def command_for(n: int, small: bool) -> str:
 def run(numbers=None, *, small=False, out: Path = OUT, cache_dir: Path | None = CACHE,
         records: Path | None = RECORDS, progress=True, gallery: Path | None = DOCS / "gallery.md") -> dict:
     figs = all_figures()
-    numbers = list(figs) if not numbers else [int(n) for n in numbers]
+    numbers = list(figs) if not numbers else [figure_id(n) for n in numbers]
     unknown = [n for n in numbers if n not in figs]
     if unknown:
-        raise ValueError(f"no such figure: {unknown} (the paper has Figures 1-20)")
+        raise ValueError(f"no such figure: {unknown} (the paper has Figures 1-20; companions: "
+                         f"{', '.join(str(n) for n in figs if isinstance(n, str))})")
     out = Path(out)
     done = {}
     for n in tqdm(numbers, desc="figures", unit="fig", disable=not progress):
