@@ -42,11 +42,14 @@ def _checks_table(checks):
     if not checks:
         return ""
     rows = ["| check | measured | paper / target | |", "|---|---|---|---|"]
+    def cell(text):               # a "|" in a name (|Δ|, "a | b") would split the table cell
+        return str(text).replace("|", "\\|")
+
     for c in checks:
         mark = {True: "✅", False: "❌", None: ""}[c["ok"]]
         note = f" — {c['note']}" if c.get("note") else ""
         tgt = "" if c["target"] is None else fmt(c["target"], 4)
-        rows.append(f"| {c['name']}{note} | {fmt(c['value'], 4)} | {tgt} | {mark} |")
+        rows.append(f"| {cell(c['name'] + note)} | {cell(fmt(c['value'], 4))} | {cell(tgt)} | {mark} |")
     return "\n".join(rows) + "\n"
 
 
