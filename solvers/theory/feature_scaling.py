@@ -395,19 +395,9 @@ def simulate_rotated_mask(eigenvalues, N, N_l, eta, sigma_J, alpha_max, seed, ro
     Returns (alpha, eps_g, Sigma, e_frozen): eps_g recorded every ``record_every`` steps (default N, i.e.
     once per unit of alpha).  rotated=False uses Sigma = Lambda (a mask in the eigenbasis).
     """
-    lam = _expand(eigenvalues, N)
-    rng = np.random.default_rng(seed)
-    if rotated:
-        W = haar_orthogonal(rng, N)
-    else:
-        W = np.eye(N)
+    rng, Sigma, e, W, lam = _rotated_mask_draws(eigenvalues, N, N_l, sigma_J, seed, rotated,
+                                                untrainable)
     A = np.ascontiguousarray(W * np.sqrt(lam))
-    Sigma = np.ascontiguousarray((W * lam) @ W.T)
-    B = rng.standard_normal(N)
-    J = sigma_J * rng.standard_normal(N)
-    if untrainable == "zero":
-        J[N_l:] = 0.0
-    e = J - B
     e_frozen = e[N_l:].copy()
     record_every = N if record_every is None else int(record_every)
     n_steps = int(round(alpha_max * N))
@@ -477,8 +467,8 @@ def rotated_mask_reduction(Sigma, N_l, e):
     return mu, np.ascontiguousarray(V.T @ (e[:N_l] + Ge)), max(c, 0.0)
 
 
-def rotated_mask_init(eigenvalues, N, N_l, sigma_J, seed, rotated=True, untrainable="frozen"):
-    """(rng, Sigma, e0) of a seed, drawn as ``simulate_rotated_mask`` draws them (W, then B, then J)."""
+def _rotated_mask_draws(eigenvalues, N, N_l, sigma_J, seed, rotated, untrainable):
+    """(rng, Sigma, e0, W, lam) of a seed: W, then B, then J from one generator."""
     lam = _expand(eigenvalues, N)
     rng = np.random.default_rng(seed)
     W = haar_orthogonal(rng, N) if rotated else np.eye(N)
@@ -488,7 +478,12 @@ def rotated_mask_init(eigenvalues, N, N_l, sigma_J, seed, rotated=True, untraina
     J = sigma_J * rng.standard_normal(N)
     if untrainable == "zero":
         J[N_l:] = 0.0
-    return rng, Sigma, J - B
+    return rng, Sigma, J - B, W, lam
+
+
+def rotated_mask_init(eigenvalues, N, N_l, sigma_J, seed, rotated=True, untrainable="frozen"):
+    """(rng, Sigma, e0) of a seed, drawn as ``simulate_rotated_mask`` draws them (W, then B, then J)."""
+    return _rotated_mask_draws(eigenvalues, N, N_l, sigma_J, seed, rotated, untrainable)[:3]
 
 
 def simulate_rotated_mask_reduced(eigenvalues, N, N_l, eta, sigma_J, alpha_max, seed, rotated=True,
