@@ -5,6 +5,7 @@ The precision policy (``[solve] dps``: "auto", an integer, "float64") is
 """
 from __future__ import annotations
 
+import os
 import time
 from fractions import Fraction
 
@@ -52,7 +53,7 @@ def _format_eps(values, digits: int):
 
 def solve_spec(spec: Spec, progress=None) -> dict:
     """Solve a spec; returns the JSON-ready result (DESIGN.md §5 keys)."""
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), _cpu_s()
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
     alphas = grid if grid[0] == 0 else [0.0] + list(grid)
@@ -81,10 +82,19 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "n_steps": traj.stats.get("n_steps"),
             "n_fevals": traj.stats.get("n_fevals"),
             "wall_s": time.perf_counter() - started,
+            # user + system time of this process and its reaped children: with
+            # concurrent_runs the verifying pair ran in two processes at once (two CPUs)
+            "cpu_s": _cpu_s() - cpu_started,
+            "concurrent_runs": bool(traj.stats.get("concurrent_runs", False)),
             "activation": spec.model.activation, "K": spec.model.K, "M": spec.model.M,
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _capped(agree, dps):

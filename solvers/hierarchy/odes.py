@@ -22,7 +22,7 @@ from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
 from solvers.core.registry import load
-from solvers.hierarchy import precision
+from solvers.hierarchy import background, precision
 from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
                                          default_rtol, estimated_dps, short_dps)
 
@@ -205,28 +205,36 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
 
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
                start_dps: int | None = None, max_rounds: int = 5, progress=None,
-               integrator: str = "auto"):
+               integrator: str = "auto", concurrent: bool | None = None):
     """Raise precision until two runs agree on ε_g to ``digits`` significant digits
     (``precision.settle``).
 
     The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
     covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
     ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
+    ``concurrent``: run the two runs of a pair at once in two processes (default: when
+    ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
+    one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
     """
     rtol = default_rtol(digits)
     if integrator == "auto":
         integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
 
-    def run(dps, tighter):
+    def run(dps, tighter, progress=progress):
         return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
                                  rtol=rtol / 100 if tighter else rtol, progress=progress,
                                  integrator=integrator)
 
+    # the first run of a pair in a child process when two CPUs are free (precision.settle);
+    # the progress bar follows the checking run, which this process computes
+    concurrent = background.concurrent_allowed() if concurrent is None else concurrent
     second, _, checked, agree = precision.settle(
         run, lambda t: t.eps_g, digits=digits,
-        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds)
+        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
+        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None))
     second.stats["agreement_digits"] = agree
     second.stats["checked_against_dps"] = checked
+    second.stats["concurrent_runs"] = bool(concurrent and background.concurrent_allowed())
     return second
 
 

@@ -139,7 +139,7 @@ def agreement_digits(a, b) -> float:
 
 
 def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
-           what: str = "eps_g"):
+           what: str = "eps_g", concurrent: bool = False, quiet_run=None):
     """Raise the precision until two runs agree to ``digits`` significant digits.
 
     ``run(dps, tighter)`` computes at ``dps`` digits (``tighter``: the checking run, which ODE
@@ -148,9 +148,20 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     the digits agreed).  A run that breaks down (IntegrationError: at too small a precision the
     closure's cancellation makes the integration fail) counts as a round with no digit agreed.
     ``fixed``: only the one given ``dps`` is tried.
+
+    ``concurrent``: the two runs of a round are independent (both precisions are fixed before
+    either starts), so when ``background.concurrent_allowed()`` (two CPUs, not switched off by
+    SCALING_ODES_SERIAL=1) the first runs in a forked child — as ``quiet_run`` (default ``run``:
+    e.g. ``run`` without its progress bar) — while this process runs the check; only the first
+    run's ``values`` come back (exact mpf).  A child's IntegrationError is a failed round as
+    above; any other exception of the child is raised here.  Same rounds, same result as serial.
     Returns (checking run, its dps, the dps it was checked against, agreeing digits).
     """
+    from solvers.hierarchy import background
     from solvers.integrators.rk78 import IntegrationError
+
+    parallel = concurrent and background.concurrent_allowed()
+    quiet_run = quiet_run or run
 
     def attempt(d, tighter):
         try:
@@ -158,17 +169,35 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
         except IntegrationError:
             return None
 
-    first = attempt(dps, False)
+    def compared(result):
+        return None if result is None else [to_mpf(v) for v in values(result)]
+
+    def both(d1, d2):
+        """(values of the run at d1, the checking run at d2), concurrently when allowed."""
+        if not parallel:
+            first = compared(attempt(d1, False))
+            return first, attempt(d2, True)
+        with background.Background(lambda: [to_mpf(v) for v in values(quiet_run(d1, False))],
+                                   expected=(IntegrationError,)) as job:
+            second = attempt(d2, True)
+            return job.result(), second
+
+    need_first = True
     for _ in range(max_rounds):
         dps2 = dps + max(10, dps // 4)
-        second = attempt(dps2, True)
+        if need_first:
+            first, second = both(dps, dps2)
+        else:                                   # the last checking run is this round's first
+            second = attempt(dps2, True)
         agree = (-math.inf if first is None or second is None
-                 else agreement_digits(values(first), values(second)))
+                 else agreement_digits(first, compared(second)))
         if agree >= digits:
             return second, dps2, dps, agree
         if fixed:
             break
-        first, dps = second, dps2 if agree > digits / 2 else int(dps2 * 1.5)
-        if dps != dps2 or first is None:
-            first = attempt(dps, False)
+        first = compared(second)
+        if agree > digits / 2:
+            dps, need_first = dps2, first is None
+        else:
+            dps, need_first = int(dps2 * 1.5), True
     raise PrecisionLost(f"{what} did not settle to {digits} digits up to dps = {dps}")

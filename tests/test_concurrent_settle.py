@@ -1,0 +1,158 @@
+"""The verifying pair of ``solve`` in two processes (precision.settle, hierarchy/background.py):
+the same rounds and the same numbers as one after the other, failures of the child handled."""
+import os
+from fractions import Fraction
+
+import mpmath
+import pytest
+
+from derive import spectra
+from derive.keys import SystemKey
+from solvers.core.problem import Problem, random_init
+from solvers.hierarchy import background, precision
+from solvers.hierarchy.odes import solve_auto
+from solvers.integrators.rk78 import IntegrationError
+
+pytestmark = [pytest.mark.contract, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
+needs_two = pytest.mark.skipif(not background.concurrent_allowed(),
+                               reason="one CPU or SCALING_ODES_SERIAL=1: runs are serial")
+
+
+def _erf_L4():
+    s = spectra.power_law(4, 1)
+    return Problem(SystemKey("erf", 2, 2), s, Fraction(1, 10), 1,
+                   random_init(2, 2, 64, s, Fraction(1, 100), 1))
+
+
+@needs_two
+def test_concurrent_solve_is_bit_identical_to_serial():
+    prob, alphas = _erf_L4(), [0, 20, 100]
+    par = solve_auto(prob, alphas, basis="levels", digits=12, concurrent=True)
+    ser = solve_auto(prob, alphas, basis="levels", digits=12, concurrent=False)
+    assert par.stats["concurrent_runs"] and not ser.stats["concurrent_runs"]
+    with mpmath.workdps(par.dps + 10):
+        assert [mpmath.nstr(e, par.dps + 10) for e in par.eps_g] == \
+               [mpmath.nstr(e, ser.dps + 10) for e in ser.eps_g]
+    assert [e._mpf_ for e in par.eps_g] == [e._mpf_ for e in ser.eps_g]
+    # the agreement was computed from the child's values: exact transport of every bit
+    assert par.stats["agreement_digits"] == ser.stats["agreement_digits"] >= 12
+    assert par.stats["checked_against_dps"] == ser.stats["checked_against_dps"]
+    assert par.dps == ser.dps
+
+
+def _third(dps, tighter, calls, fail_below=None, pid=None):
+    """A stand-in run: 1/3 with a 10^-(dps/2) error; IntegrationError below ``fail_below``."""
+    calls.append((dps, tighter, os.getpid() == pid))
+    if fail_below is not None and dps < fail_below:
+        raise IntegrationError("step size underflow\nat alpha = 12")
+    with mpmath.workdps(dps + 10):
+        return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
+
+
+@needs_two
+def test_a_child_integration_error_is_a_failed_round():
+    me = os.getpid()
+    runs = {}
+    for mode in (False, True):
+        calls = []
+        runs[mode] = precision.settle(lambda d, t: _third(d, t, calls, 40, me), lambda v: v,
+                                      digits=20, dps=20, max_rounds=6, concurrent=mode)
+        # the parent computed every checking run and (in parallel mode) no first run
+        assert all(in_parent for _, tighter, in_parent in calls if tighter or not mode)
+        if mode:                            # the calls the child made stayed in its memory
+            assert calls and all(tighter for _, tighter, _ in calls)
+    (s1, *r1), (s2, *r2) = runs[False], runs[True]
+    assert r1 == r2 and r1[1] >= 40 and s1[0]._mpf_ == s2[0]._mpf_
+
+
+@needs_two
+def test_a_child_exception_is_raised_in_the_parent_with_its_message():
+    me = os.getpid()
+
+    def run(dps, tighter):
+        if os.getpid() != me:
+            raise KeyError("no such level\n(child)")
+        return [mpmath.mpf(1)]
+
+    with pytest.raises(KeyError, match="no such level"):
+        precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+
+    class Odd(Exception):                  # does not survive pickling: its text does
+        def __init__(self, a, b):
+            super().__init__(f"{a} and {b}")
+
+    def odd(dps, tighter):
+        if os.getpid() != me:
+            raise Odd("first", "second")
+        return [mpmath.mpf(1)]
+
+    with pytest.raises(RuntimeError, match="Odd: first and second"):
+        precision.settle(odd, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+
+
+@needs_two
+def test_a_child_that_dies_is_reported_and_reaped():
+    me = os.getpid()
+
+    def run(dps, tighter):
+        if os.getpid() != me:
+            os._exit(3)
+        return [mpmath.mpf(1)]
+
+    with pytest.raises(background.ChildDied, match="exit code 3"):
+        precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+    import multiprocessing
+    assert not multiprocessing.active_children()
+
+
+@needs_two
+def test_an_interrupt_in_the_parent_ends_the_child():
+    import multiprocessing
+    import time
+    me = os.getpid()
+
+    def run(dps, tighter):
+        if os.getpid() != me:
+            time.sleep(60)
+        raise KeyboardInterrupt
+
+    started = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+    assert not multiprocessing.active_children() and time.perf_counter() - started < 10
+
+
+@needs_two
+def test_a_child_exception_is_one_line_on_the_command_line(tmp_path, capsys, monkeypatch):
+    from cli_support import erf_spec, run_cli, write_spec
+    from solvers.hierarchy import odes
+    me, real = os.getpid(), odes.integrate_problem
+
+    def broken(*args, **kw):
+        if os.getpid() != me:
+            raise ValueError("the first run failed\nin the child")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(odes, "integrate_problem", broken)
+    spec = write_spec(tmp_path, erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=20,
+                                         basis='"levels"', dps='"auto"', digits=8))
+    code, out, err = run_cli(["solve", spec, "--json"], capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == ["scaling-odes: error: the first run failed in the child"]
+
+
+def test_serial_switch_and_one_cpu(monkeypatch):
+    monkeypatch.setenv(background.SERIAL_ENV, "1")
+    assert not background.concurrent_allowed()
+    monkeypatch.setattr(background, "Background",
+                        lambda *a, **k: pytest.fail("forked despite SCALING_ODES_SERIAL=1"))
+    me, calls = os.getpid(), []
+    precision.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v, digits=20, dps=20,
+                     max_rounds=6, concurrent=True)
+    assert calls and all(in_parent for *_, in_parent in calls)
+    traj = solve_auto(_erf_L4(), [0, 20], basis="levels", digits=8)
+    assert traj.stats["concurrent_runs"] is False
+    monkeypatch.delenv(background.SERIAL_ENV)
+    monkeypatch.setattr(background, "available_cpus", lambda: 1)
+    assert not background.concurrent_allowed()
