@@ -156,3 +156,21 @@ def test_serial_switch_and_one_cpu(monkeypatch):
     monkeypatch.delenv(background.SERIAL_ENV)
     monkeypatch.setattr(background, "available_cpus", lambda: 1)
     assert not background.concurrent_allowed()
+
+
+@pytest.mark.parametrize("mode", [False, True])
+def test_a_reused_checking_run_is_checked_at_a_tighter_tolerance(mode):
+    """After a round that agreed on more than half the digits, the checking run becomes the
+    next first run; the next check must be 100x tighter again (tighter = 2), not the same
+    tolerance (whose truncation error it would share)."""
+    seen = []
+
+    def run(dps, tighter):              # error 10^-(2 tighter + 14): tolerance-limited
+        seen.append((dps, tighter))
+        with mpmath.workdps(dps + 10):
+            return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(14 + 2 * tighter))]
+
+    second, dps2, dps1, agree = precision.settle(run, lambda v: v, digits=15, dps=30,
+                                                 max_rounds=4, concurrent=mode)
+    checks = [t for _, t in seen if t]
+    assert checks == [1, 2] and agree >= 15 and dps1 == 40 and dps2 == 50

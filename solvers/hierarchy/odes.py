@@ -209,8 +209,8 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     """Raise precision until two runs agree on ε_g to ``digits`` significant digits
     (``precision.settle``).
 
-    The second run of each pair has more digits *and* a 100x tighter tolerance, so agreement
-    covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
+    The second run of each pair has more digits *and* a 100x tighter tolerance (than the first of
+    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
     ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
     ``concurrent``: run the two runs of a pair at once in two processes (default: when
     ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
@@ -222,7 +222,7 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
 
     def run(dps, tighter, progress=progress):
         return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                                 rtol=rtol / 100 if tighter else rtol, progress=progress,
+                                 rtol=rtol / 100 ** int(tighter), progress=progress,
                                  integrator=integrator)
 
     # the first run of a pair in a child process when two CPUs are free (precision.settle);

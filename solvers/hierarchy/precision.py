@@ -142,10 +142,13 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
            what: str = "eps_g", concurrent: bool = False, quiet_run=None):
     """Raise the precision until two runs agree to ``digits`` significant digits.
 
-    ``run(dps, tighter)`` computes at ``dps`` digits (``tighter``: the checking run, which ODE
-    runs also give a 100x tighter tolerance); ``values(result)`` is the sequence compared.
-    After a failed round the precision grows by a quarter (by half again when fewer than half
-    the digits agreed).  A run that breaks down (IntegrationError: at too small a precision the
+    ``run(dps, tighter)`` computes at ``dps`` digits; ``tighter`` is 0 for a first run and
+    n >= 1 for a checking run, which ODE runs give a 100^n x tighter tolerance; ``values(result)``
+    is the sequence compared.  After a failed round the precision grows by a quarter (by half
+    again when fewer than half the digits agreed); in the first case the last checking run is
+    the next round's first run, and the next check is 100x tighter again (n + 1), so that every
+    accepted pair differs in tolerance as well as in digits (a pair at one tolerance would
+    share its truncation error and check only the rounding).  A run that breaks down (IntegrationError: at too small a precision the
     closure's cancellation makes the integration fail) counts as a round with no digit agreed.
     ``fixed``: only the one given ``dps`` is tried.
 
@@ -175,20 +178,22 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     def both(d1, d2):
         """(values of the run at d1, the checking run at d2), concurrently when allowed."""
         if not parallel:
-            first = compared(attempt(d1, False))
-            return first, attempt(d2, True)
-        with background.Background(lambda: [to_mpf(v) for v in values(quiet_run(d1, False))],
+            first = compared(attempt(d1, 0))
+            return first, attempt(d2, 1)
+        with background.Background(lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
                                    expected=(IntegrationError,)) as job:
-            second = attempt(d2, True)
+            second = attempt(d2, 1)
             return job.result(), second
 
-    need_first = True
+    need_first, tightened = True, 0
     for _ in range(max_rounds):
         dps2 = dps + max(10, dps // 4)
         if need_first:
             first, second = both(dps, dps2)
+            tightened = 1
         else:                                   # the last checking run is this round's first
-            second = attempt(dps2, True)
+            tightened += 1
+            second = attempt(dps2, tightened)
         agree = (-math.inf if first is None or second is None
                  else agreement_digits(first, compared(second)))
         if agree >= digits:
