@@ -20,13 +20,18 @@ def test_plan_follows_the_documented_policy():
     assert (p.arithmetic, p.verify) == ("float64", "modes")
     assert precision.plan("modes", "float64", 6, 16).verify == "float64"   # screened (verify.py)
     p = precision.plan("levels", 80, 20, 16)                # a fixed dps is verified too
-    assert (p.arithmetic, p.dps, p.verify, p.rtol) == ("flint", 80, "fixed", precision.default_rtol(20))
+    assert (p.arithmetic, p.dps, p.verify, p.rtol) == ("flint", 80, "fixed", precision.default_rtol(20, "taylor"))
     # the integrator: Taylor series on flint arb, RK7(8) on float64 (and mpmath)
     for b in ("levels", "modes"):
         assert precision.plan(b, "float64", 10, 8).integrator == "rk78"
         assert precision.plan(b, 40, 10, 8).integrator == "taylor"
         assert precision.plan(b, "auto", 12, 8).integrator == "taylor"
     assert precision.choose_integrator("levels", "mpmath", 30, 8) == "rk78"
+    # tolerances: the Taylor route 10^-(digits+3) (measured, precision.default_rtol); RK7(8)
+    # and float64 10^-(digits+5)
+    assert precision.plan("levels", "auto", 12, 64).rtol == 1e-15
+    assert precision.plan("modes", "float64", 6, 16).rtol == precision.default_rtol(6) == 1e-11
+    assert precision.plan("modes", "auto", 8, 64).fallback.rtol == 1e-11
 
 
 def test_settle_raises_precision_until_two_runs_agree():

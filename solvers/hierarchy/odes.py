@@ -216,9 +216,9 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
     one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
     """
-    rtol = default_rtol(digits)
     if integrator == "auto":
         integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
+    rtol = default_rtol(digits, integrator)
 
     def run(dps, tighter, progress=progress):
         return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,

@@ -56,7 +56,7 @@ def check_sign(traj, problem, dps, digits, basis):
 
 def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progress=None,
                   arithmetic: str = "flint", integrator: str = "rk78"):
-    rtol = default_rtol(digits)
+    rtol = default_rtol(digits, integrator)
     try:
         first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
                                   rtol=rtol, progress=progress, integrator=integrator)
