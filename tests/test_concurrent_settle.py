@@ -174,3 +174,19 @@ def test_a_reused_checking_run_is_checked_at_a_tighter_tolerance(mode):
                                                  max_rounds=4, concurrent=mode)
     checks = [t for _, t in seen if t]
     assert checks == [1, 2] and agree >= 15 and dps1 == 40 and dps2 == 50
+
+
+def test_workers_and_threads_run_serially():
+    """A sweep's worker (a child process, daemonic under dask) or a thread does not fork."""
+    import threading
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(background.concurrent_allowed()))
+    t.start()
+    t.join()
+    assert seen == [False]
+    if background.concurrent_allowed():
+        job = background.Background(background.concurrent_allowed)
+        try:
+            assert job.result() is False
+        finally:
+            job.close()

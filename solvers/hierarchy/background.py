@@ -11,7 +11,8 @@ and generated modules need no import-by-name), runs with SIGINT ignored (a Ctrl-
 whole process group; the parent answers it by terminating the child) and dies with the parent
 (PR_SET_PDEATHSIG).  Every path through ``Background`` joins the child: no zombies.
 
-``SCALING_ODES_SERIAL=1`` (or one CPU in the affinity mask, or no ``fork``) turns it off.
+``SCALING_ODES_SERIAL=1`` (or one CPU in the affinity mask, no ``fork``, a worker process or
+thread, e.g. of a sweep) turns it off.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 
 SERIAL_ENV = "SCALING_ODES_SERIAL"
 
@@ -36,10 +38,17 @@ def available_cpus() -> int:
 
 
 def concurrent_allowed() -> bool:
-    """Whether a second run may go to a child process: not switched off, two CPUs, ``fork``."""
+    """Whether a second run may go to a child process: not switched off, two CPUs, ``fork``,
+    and called from the main thread of a main process — a sweep's worker processes (daemonic
+    under dask, which may not have children) and threads already run in parallel, and forking a
+    thread other than the main one invites deadlocks."""
     if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0"):
         return False
     if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    if multiprocessing.parent_process() is not None or multiprocessing.current_process().daemon:
         return False
     return available_cpus() >= 2
 
