@@ -190,3 +190,14 @@ def test_workers_and_threads_run_serially():
             assert job.result() is False
         finally:
             job.close()
+
+
+def test_a_failed_fork_falls_back_to_serial(monkeypatch):
+    def no_fork(*args, **kw):
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(background, "Background", no_fork)
+    me, calls = os.getpid(), []
+    second, *rest = precision.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v,
+                                     digits=20, dps=20, max_rounds=6, concurrent=True)
+    assert rest[2] >= 20 and calls and all(in_parent for *_, in_parent in calls)

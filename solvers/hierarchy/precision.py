@@ -193,11 +193,18 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
 
     def both(d1, d2):
         """(values of the run at d1, the checking run at d2), concurrently when allowed."""
-        if not parallel:
+        job = None
+        if parallel:
+            try:
+                job = background.Background(
+                    lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
+                    expected=(IntegrationError,))
+            except OSError:                     # no fork (process or memory limits): serial
+                job = None
+        if job is None:
             first = compared(attempt(d1, 0))
             return first, attempt(d2, 1)
-        with background.Background(lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
-                                   expected=(IntegrationError,)) as job:
+        with job:
             second = attempt(d2, 1)
             return job.result(), second
 
