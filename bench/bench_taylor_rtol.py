@@ -6,11 +6,12 @@ offset k this runs that pair at rtol = 10^-(digits+k) on the Taylor integrator a
 agreement, together with the digits each run shares with a reference (the checking run of the
 largest k, i.e. the tightest tolerance measured), the order, the steps and the CPU time.
 
-Specs: the solve specs of bench/specs (their own grid, dps = estimated_dps), or the built-in
-cases (``--case``): bench_taylor.py's system (erf K = M = 2, order 1, β = 1, η = 0.1,
-σ_J = 0.01, N = 1024, seed 0) at L ∈ {16, 32, 64} on α ≤ 300 (9 points) and the tests' small spec.
+Specs: ``bench/specs/`` (``solve_*.toml``: the issue-13 solve targets; ``rtol_*.toml``: the same
+system at other L and α ranges, and the tests' small L = 4 spec), each on its own grid with
+dps = estimated_dps; ``--digits`` overrides the spec's digits.
 
-  .venv/bin/python bench/bench_taylor_rtol.py SPEC.toml [SPEC.toml ...] [--digits 12 30] [--k 0 1 2 3 5]
+  .venv/bin/python bench/bench_taylor_rtol.py SPEC.toml [SPEC.toml ...] \\
+      [--digits 12 30] [--k 0 1 2 3 5]
 
 Markdown rows to stdout, progress to stderr.  Not a timing benchmark (run it under nice).
 """

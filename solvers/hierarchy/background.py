@@ -3,8 +3,9 @@
 ``precision.settle`` checks a run by a second one whose precision is fixed before either starts,
 so on a machine with two CPUs the first can run in a child while this process runs the check:
 the wall time becomes that of the longer run instead of the sum, while the CPU time stays (about
-4 % more, measured: the two processes share caches; ``solve``'s JSON reports both).  Only the compared values come back, as exact mpf (pickled
-``_mpf_`` tuples: every bit of the mantissa), through a pipe.
+4 % more, measured: the two processes share caches; ``solve``'s JSON reports both).  Only the
+compared values come back, as exact mpf (pickled ``_mpf_`` tuples: every bit of the mantissa),
+through a pipe.
 
 The child inherits the parent's memory (``fork``: nothing but the result is pickled, so closures
 and generated modules need no import-by-name), runs with SIGINT ignored (a Ctrl-C reaches the

@@ -210,7 +210,8 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     (``precision.settle``).
 
     The second run of each pair has more digits *and* a 100x tighter tolerance (than the first of
-    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.  Returns the second run.
+    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.
+    Returns the second run.
     ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
     ``concurrent``: run the two runs of a pair at once in two processes (default: when
     ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:

@@ -164,8 +164,9 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     again when fewer than half the digits agreed); in the first case the last checking run is
     the next round's first run, and the next check is 100x tighter again (n + 1), so that every
     accepted pair differs in tolerance as well as in digits (a pair at one tolerance would
-    share its truncation error and check only the rounding).  A run that breaks down (IntegrationError: at too small a precision the
-    closure's cancellation makes the integration fail) counts as a round with no digit agreed.
+    share its truncation error and check only the rounding).  A run that breaks down
+    (IntegrationError: at too small a precision the closure's cancellation makes the
+    integration fail) counts as a round with no digit agreed.
     ``fixed``: only the one given ``dps`` is tried.
 
     ``concurrent``: the two runs of a round are independent (both precisions are fixed before
