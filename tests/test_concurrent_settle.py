@@ -66,15 +66,27 @@ def test_a_child_integration_error_is_a_failed_round():
     assert r1 == r2 and r1[1] >= 40 and s1[0]._mpf_ == s2[0]._mpf_
 
 
-@needs_two
-def test_a_child_exception_is_raised_in_the_parent_with_its_message():
+def _split(in_child, in_parent=None):
+    """A stand-in run that calls ``in_child()`` in the forked child and ``in_parent()`` (default:
+    return [1]) in this process."""
     me = os.getpid()
 
     def run(dps, tighter):
         if os.getpid() != me:
-            raise KeyError("no such level\n(child)")
-        return [mpmath.mpf(1)]
+            return in_child()
+        return in_parent() if in_parent else [mpmath.mpf(1)]
+    return run
 
+
+def _raise(exc):
+    def go():
+        raise exc
+    return go
+
+
+@needs_two
+def test_a_child_exception_is_raised_in_the_parent_with_its_message():
+    run = _split(_raise(KeyError("no such level\n(child)")))
     with pytest.raises(KeyError, match="no such level"):
         precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
 
@@ -82,26 +94,15 @@ def test_a_child_exception_is_raised_in_the_parent_with_its_message():
         def __init__(self, a, b):
             super().__init__(f"{a} and {b}")
 
-    def odd(dps, tighter):
-        if os.getpid() != me:
-            raise Odd("first", "second")
-        return [mpmath.mpf(1)]
-
     with pytest.raises(RuntimeError, match="Odd: first and second"):
-        precision.settle(odd, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+        precision.settle(_split(_raise(Odd("first", "second"))), lambda v: v, digits=5, dps=20,
+                         max_rounds=2, concurrent=True)
 
 
 @needs_two
 def test_a_child_that_dies_is_reported_and_reaped():
-    me = os.getpid()
-
-    def run(dps, tighter):
-        if os.getpid() != me:
-            os._exit(3)
-        return [mpmath.mpf(1)]
-
     with pytest.raises(background.ChildDied, match="exit code 3"):
-        precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+        precision.settle(_split(lambda: os._exit(3)), lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
     import multiprocessing
     assert not multiprocessing.active_children()
 
@@ -110,13 +111,7 @@ def test_a_child_that_dies_is_reported_and_reaped():
 def test_an_interrupt_in_the_parent_ends_the_child():
     import multiprocessing
     import time
-    me = os.getpid()
-
-    def run(dps, tighter):
-        if os.getpid() != me:
-            time.sleep(60)
-        raise KeyboardInterrupt
-
+    run = _split(lambda: time.sleep(60), _raise(KeyboardInterrupt()))
     started = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         precision.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
