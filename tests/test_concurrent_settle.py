@@ -100,6 +100,25 @@ def test_a_child_exception_is_raised_in_the_parent_with_its_message():
 
 
 @needs_two
+def test_the_child_prints_nothing(capfd):
+    # a forked child must not write through the parent's stream objects (their locks may be
+    # held by threads the fork did not copy: a notebook kernel's output thread)
+    import sys
+    import warnings
+
+    def chatty():
+        print("from the child", flush=True)
+        warnings.warn("a warning in the child")
+        sys.stderr.flush()
+        return [mpmath.mpf(1)]
+
+    precision.settle(_split(chatty), lambda v: v, digits=5, dps=20, max_rounds=2,
+                     concurrent=True)
+    out, err = capfd.readouterr()
+    assert "child" not in out + err
+
+
+@needs_two
 def test_a_child_that_dies_is_reported_and_reaped():
     with pytest.raises(background.ChildDied, match="exit code 3"):
         precision.settle(_split(lambda: os._exit(3)), lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)

@@ -10,7 +10,8 @@ through a pipe.
 The child inherits the parent's memory (``fork``: nothing but the result is pickled, so closures
 and generated modules need no import-by-name), runs with SIGINT ignored (a Ctrl-C reaches the
 whole process group; the parent answers it by terminating the child) and dies with the parent
-(PR_SET_PDEATHSIG).  Every path through ``Background`` joins the child: no zombies.
+(PR_SET_PDEATHSIG).  Its Python-level stdout and stderr go to /dev/null.  Every path through
+``Background`` joins the child: no zombies.
 
 ``SCALING_ODES_SERIAL=1`` (or one CPU in the affinity mask, no ``fork``, a worker process or
 thread, e.g. of a sweep) turns it off.
@@ -75,6 +76,10 @@ def _portable(exc):
 def _child(fn, conn, expected: tuple):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
+    # Whatever the child would print (a warning, say) goes nowhere: the parent's streams may be
+    # objects with locks held by threads that were not copied by the fork (a Jupyter kernel's
+    # output thread), and the result and any error travel through the pipe anyway.
+    sys.stdout = sys.stderr = open(os.devnull, "w")
     try:
         try:
             value = fn()
