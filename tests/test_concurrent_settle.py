@@ -211,7 +211,11 @@ def test_a_failed_fork_falls_back_to_serial(monkeypatch):
         raise OSError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(background, "Background", no_fork)
-    me, calls = os.getpid(), []
+    me, calls, info = os.getpid(), [], {}
     second, *rest = precision.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v,
-                                     digits=20, dps=20, max_rounds=6, concurrent=True)
+                                     digits=20, dps=20, max_rounds=6, concurrent=True, info=info)
     assert rest[2] >= 20 and calls and all(in_parent for *_, in_parent in calls)
+    assert info == {"concurrent": False}       # the metadata says what happened, not what was asked
+    # and solve's stats follow it
+    traj = solve_auto(_erf_L4(), [0, 20], basis="levels", digits=8, concurrent=True)
+    assert traj.stats["concurrent_runs"] is False

@@ -229,13 +229,14 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     # the first run of a pair in a child process when two CPUs are free (precision.settle);
     # the progress bar follows the checking run, which this process computes
     concurrent = background.concurrent_allowed() if concurrent is None else concurrent
+    info = {}
     second, _, checked, agree = precision.settle(
         run, lambda t: t.eps_g, digits=digits,
         dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
-        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None))
+        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info)
     second.stats["agreement_digits"] = agree
     second.stats["checked_against_dps"] = checked
-    second.stats["concurrent_runs"] = bool(concurrent and background.concurrent_allowed())
+    second.stats["concurrent_runs"] = info["concurrent"]
     return second
 
 

@@ -155,7 +155,7 @@ def agreement_digits(a, b) -> float:
 
 
 def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
-           what: str = "eps_g", concurrent: bool = False, quiet_run=None):
+           what: str = "eps_g", concurrent: bool = False, quiet_run=None, info=None):
     """Raise the precision until two runs agree to ``digits`` significant digits.
 
     ``run(dps, tighter)`` computes at ``dps`` digits; ``tighter`` is 0 for a first run and
@@ -175,12 +175,16 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     e.g. ``run`` without its progress bar) — while this process runs the check; only the first
     run's ``values`` come back (exact mpf).  A child's IntegrationError is a failed round as
     above; any other exception of the child is raised here.  Same rounds, same result as serial.
+    ``info``: a dict given here gets ``info["concurrent"]``: whether some pair really ran in
+    two processes (the fork can be refused), for the result's metadata.
     Returns (checking run, its dps, the dps it was checked against, agreeing digits).
     """
     from solvers.hierarchy import background
     from solvers.integrators.rk78 import IntegrationError
 
     parallel = concurrent and background.concurrent_allowed()
+    if info is not None:
+        info["concurrent"] = False
     quiet_run = quiet_run or run
 
     def attempt(d, tighter):
@@ -205,6 +209,8 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
         if job is None:
             first = compared(attempt(d1, 0))
             return first, attempt(d2, 1)
+        if info is not None:
+            info["concurrent"] = True
         with job:
             second = attempt(d2, 1)
             return job.result(), second
