@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from solvers.app.solve import problem_of  # noqa: E402
 from solvers.app.spec import load_spec  # noqa: E402
 from solvers.hierarchy.odes import agreement_digits, estimated_dps, integrate_problem  # noqa: E402
+from solvers.hierarchy.precision import checking_dps  # noqa: E402
 
 T0 = time.perf_counter()
 
@@ -48,7 +49,7 @@ def measure(path, digits, ks):
     grid = spec.solve.alpha_grid()
     alphas = grid if grid[0] == 0 else [0.0] + list(grid)
     dps = estimated_dps(problem.L, digits, "levels")
-    dps2 = dps + max(10, dps // 4)
+    dps2 = checking_dps(dps)
     pairs = {}
     for k in sorted(ks, reverse=True):          # tightest first: it is the reference
         rtol = 10.0 ** -(digits + k)

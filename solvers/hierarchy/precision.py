@@ -140,6 +140,12 @@ def short_dps(rtol, dps: int) -> int:
     return int(min(dps, max(30, math.ceil(digits) + 15)))
 
 
+def checking_dps(dps: int) -> int:
+    """The working precision of the run that checks a run at ``dps``: a quarter more, at least
+    10 digits (also the step by which ``settle`` raises the precision after a failed round)."""
+    return dps + max(10, dps // 4)
+
+
 def agreement_digits(a, b) -> float:
     """Smallest number of agreeing significant digits over two ε_g sequences (exact compare)."""
     worst = math.inf
@@ -217,7 +223,7 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
 
     need_first, tightened = True, 0
     for _ in range(max_rounds):
-        dps2 = dps + max(10, dps // 4)
+        dps2 = checking_dps(dps)
         if need_first:
             first, second = both(dps, dps2)
             tightened = 1

@@ -78,7 +78,7 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
             first.stats["agreement_digits"] = min(agree, ref_digits)
             first.stats["checked_against"] = "modes basis, float64"
             return first
-    dps2 = dps + max(10, dps // 4)
+    dps2 = precision.checking_dps(dps)
     try:
         second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
                                    dps=dps2, rtol=rtol / 100, integrator=integrator)
