@@ -64,10 +64,10 @@ def test_record_grid_chunking_and_holdout_do_not_change_trajectory(K, monkeypatc
 
 
 def test_kernels_release_the_gil():
-    """simulate_many runs seeds in threads: every compiled entry point must drop the GIL."""
-    from solvers.sim import normals
-    for f in (sim._steps, sim._prime, sim._level1, sim._mode_overlaps, normals.fill_normals,
-              normals.fill_normals_f32):
+    """simulate_many runs seeds in threads: every compiled entry point must drop the GIL (the
+    C kernel's ctypes calls do: tests/test_ckernel.py)."""
+    from solvers.sim import kernels, normals
+    for f in (kernels._steps, kernels._prime, normals.fill_normals, normals.fill_normals_f32):
         assert f.targetoptions.get("nogil") is True, f
 
 

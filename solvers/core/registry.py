@@ -18,6 +18,7 @@ from pathlib import Path
 from derive import codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
+from solvers.core.cachedir import cache_dir
 from solvers.core.numbers import Float64Context
 
 GENERATED_DIR = Path(__file__).resolve().parents[1] / "generated"
@@ -63,10 +64,6 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
         if progress:
             progress(path)
     return differing
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("SCALING_ODES_CACHE", Path.home() / ".cache" / "scaling-odes"))
 
 
 def _source_hash() -> str:

@@ -70,9 +70,7 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
-from numba import njit
-from solvers.sim.normals import fill_normals, fill_normals_f32, seed_state
-from solvers.sim.normals import standard_normal as _xoshiro_normals
+from solvers.sim.streams import seed_state
 
 __all__ = [
     "SimulationResult",
@@ -179,279 +177,22 @@ def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
 
 
 # --------------------------------------------------------------------------------------------
-# numba kernels
+# Overlaps (NumPy: the records are a small part of a run, and the C kernel's path has no numba)
 # --------------------------------------------------------------------------------------------
-# Without fastmath LLVM may not reorder a floating-point sum, so a plain dot product is one
-# serial chain of adds (latency bound).  _dot8 keeps 8 independent partial sums in a fixed order:
-# deterministic, and about 2x faster.
 
-@njit(cache=True, nogil=True)
-def _dot8(u, v, n):
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
-    a = 0
-    while a + 8 <= n:
-        s0 += u[a] * v[a]
-        s1 += u[a + 1] * v[a + 1]
-        s2 += u[a + 2] * v[a + 2]
-        s3 += u[a + 3] * v[a + 3]
-        s4 += u[a + 4] * v[a + 4]
-        s5 += u[a + 5] * v[a + 5]
-        s6 += u[a + 6] * v[a + 6]
-        s7 += u[a + 7] * v[a + 7]
-        a += 8
-    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    while a < n:
-        s += u[a] * v[a]
-        a += 1
-    return s
-
-
-@njit(cache=True, nogil=True)
-def _g(act, x):
-    if act == 0:
-        return math.erf(x * _INV_SQRT2)
-    return x
-
-
-@njit(cache=True, nogil=True)
-def _gprime(act, x):
-    if act == 0:
-        return _SQRT_2_OVER_PI * math.exp(-0.5 * x * x)
-    return 1.0
-
-
-@njit(cache=True, nogil=True)
-def _error_signal(act, x, y):
-    """zeta - sigma for fields x (student) and y (teacher); NaN if any field is non-finite."""
-    K = x.shape[0]
-    M = y.shape[0]
-    sig = 0.0
-    for i in range(K):
-        if not math.isfinite(x[i]):
-            return math.nan
-        sig += _g(act, x[i])
-    zeta = 0.0
-    for n in range(M):
-        zeta += _g(act, y[n])
-    return zeta / math.sqrt(M) - sig * (math.sqrt(M) / K)
-
-
-@njit(cache=True, nogil=True)
-def _draw(gen, rng, state, bits, s, z):
-    """z = s * (next N normals) of the input stream: gen 0 = NumPy's PCG64 stream (the
-    reference; bit-identical to rng.standard_normal), 1 = xoshiro lanes + ziggurat, 2 = xoshiro
-    lanes + float32 inverse CDF (solvers/sim/normals.py)."""
-    if gen == 1:
-        fill_normals(state, bits, s, z)
-    elif gen == 2:
-        fill_normals_f32(state, bits, s, z)
-    else:
-        for a in range(z.shape[0]):
-            z[a] = s[a] * rng.standard_normal()
-
-
-# The row kernel's sums let LLVM reassociate (fastmath "reassoc" only: no FMA contraction, no
-# finite-math assumptions), which vectorises them: 4 dot products + 2 updates at N = 1024 take
-# 0.6 us instead of 1.5 us with _dot8.  The order of the additions is then fixed by the compiled
-# code (SIMD width of the machine), so a seed is bit-reproducible on one machine, in any process
-# or thread, but two machines with different vector units may differ in the last bits.
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _dot_simd(u, v):
-    s = 0.0
-    for a in range(u.shape[0]):
-        s += u[a] * v[a]
-    return s
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _update_dot(Ji, c, z, zn):
-    """Ji += c z, then return Ji . zn: one pass over the row."""
-    s = 0.0
-    for a in range(Ji.shape[0]):
-        v = Ji[a] + c * z[a]
-        Ji[a] = v
-        s += v * zn[a]
-    return s
-
-
-@njit(cache=True, nogil=True)
-def _fields(cols, J, B, z, x, y):
-    """x = J z / sqrt(N), y = B z / sqrt(N) for weights in row (J (K, N)) or column (J (N, K))
-    layout."""
-    if cols:
-        x[:] = 0.0
-        y[:] = 0.0
-        for a in range(z.shape[0]):
-            za = z[a]
-            for i in range(x.shape[0]):
-                x[i] += J[a, i] * za
-            for n in range(y.shape[0]):
-                y[n] += B[a, n] * za
-    else:
-        for i in range(x.shape[0]):
-            x[i] = _dot_simd(J[i], z)
-        for n in range(y.shape[0]):
-            y[n] = _dot_simd(B[n], z)
-    isq = 1.0 / math.sqrt(z.shape[0])
-    for i in range(x.shape[0]):
-        x[i] *= isq
-    for n in range(y.shape[0]):
-        y[n] *= isq
-
-
-@njit(cache=True, nogil=True)
-def _prime(gen, rng, state, bits, J, B, s, z, x, y, cols):
-    _draw(gen, rng, state, bits, s, z)
-    _fields(cols, J, B, z, x, y)
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _update_dot2(J0, J1, c0, c1, z, zn):
-    """Two rows at once: J0 += c0 z, J1 += c1 z, return (J0 . zn, J1 . zn); z and zn are read
-    once for both rows."""
-    s0 = 0.0
-    s1 = 0.0
-    for a in range(J0.shape[0]):
-        za = z[a]
-        zna = zn[a]
-        v0 = J0[a] + c0 * za
-        v1 = J1[a] + c1 * za
-        J0[a] = v0
-        J1[a] = v1
-        s0 += v0 * zna
-        s1 += v1 * zna
-    return s0, s1
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc"})
-def _dot2(u0, u1, v):
-    s0 = 0.0
-    s1 = 0.0
-    for a in range(v.shape[0]):
-        s0 += u0[a] * v[a]
-        s1 += u1[a] * v[a]
-    return s0, s1
-
-
-@njit(cache=True, nogil=True)
-def _update_fields_rows(J, B, c, z, zn, n_tr, x, y):
-    """J[i, :n_tr] += c_i z (row layout), fused with the unscaled fields of the next sample zn.
-    Rows go in pairs, so each pass over z and zn serves two rows (at N = 1024, K = M = 2 the step
-    went from 2.06 to 2.01-2.02 us under load: within the noise, kept because it reads less)."""
-    N = zn.shape[0]
-    K = J.shape[0]
-    for i in range(0, K - 1, 2):
-        x[i], x[i + 1] = _update_dot2(J[i, :n_tr], J[i + 1, :n_tr], c[i], c[i + 1],
-                                      z[:n_tr], zn[:n_tr])
-    if K % 2:
-        x[K - 1] = _update_dot(J[K - 1, :n_tr], c[K - 1], z[:n_tr], zn[:n_tr])
-    if n_tr < N:
-        for i in range(K):
-            x[i] += _dot_simd(J[i, n_tr:], zn[n_tr:])
-    M = B.shape[0]
-    for n in range(0, M - 1, 2):
-        y[n], y[n + 1] = _dot2(B[n], B[n + 1], zn)
-    if M % 2:
-        y[M - 1] = _dot_simd(B[M - 1], zn)
-
-
-@njit(cache=True, nogil=True)
-def _update_fields_cols(Jt, Bt, c, z, zn, n_tr, x, y):
-    """As _update_fields_rows with weights in column layout Jt (N, K), Bt (N, M): each updated
-    Jt[a, :] is used at once for the next fields (same sums, same order, as a separate pass).
-    The inner loops over i, n vectorise; the sums over a stay serial."""
-    K = x.shape[0]
-    M = y.shape[0]
-    x[:] = 0.0
-    y[:] = 0.0
-    for a in range(n_tr):
-        za = z[a]
-        zna = zn[a]
-        for i in range(K):
-            v = Jt[a, i] + c[i] * za
-            Jt[a, i] = v
-            x[i] += v * zna
-        for n in range(M):
-            y[n] += Bt[a, n] * zna
-    for a in range(n_tr, zn.shape[0]):
-        zna = zn[a]
-        for i in range(K):
-            x[i] += Jt[a, i] * zna
-        for n in range(M):
-            y[n] += Bt[a, n] * zna
-
-
-@njit(cache=True, nogil=True)
-def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, cols):
-    """n_steps SGD steps; weights J, B in row layout ((K, N), (M, N)) or, with ``cols``, in
-    column layout ((N, K), (N, M); used from K = _COLUMN_KERNEL_MIN_K).
-
-    On entry (z, x, y) hold the current sample and its fields; on exit the next one (so the
-    stream consumption is independent of how steps are split into calls).  Returns -1, or the
-    step index t at which a field became non-finite (weights non-finite after t steps).
-    Only coordinates a < n_tr are updated.  The next sample is drawn before the update, which
-    is fused with the next fields (J is streamed once per step).  The sample and fields are
-    worked on in local copies, which LLVM knows cannot alias J (measured 5-15 %).
-    """
-    K = x.shape[0]
-    M = y.shape[0]
-    N = z.shape[0]
-    coef = eta * (math.sqrt(M) / K) / math.sqrt(N)
-    isq = 1.0 / math.sqrt(N)
-    c = np.empty(K)
-    zn = np.empty(N)
-    state_z, state_x, state_y = z, x, y
-    z, x, y = z.copy(), x.copy(), y.copy()
-    for t in range(n_steps):
-        delta = _error_signal(act, x, y)
-        if not math.isfinite(delta):
-            return t
-        for i in range(K):
-            c[i] = coef * delta * _gprime(act, x[i])
-        _draw(gen, rng, state, bits, s, zn)
-        if cols:
-            _update_fields_cols(J, B, c, z, zn, n_tr, x, y)
-        else:
-            _update_fields_rows(J, B, c, z, zn, n_tr, x, y)
-        for i in range(K):
-            x[i] *= isq
-        for n in range(M):
-            y[n] *= isq
-        z, zn = zn, z
-    state_z[:] = z
-    state_x[:] = x
-    state_y[:] = y
-    return -1
-
-
-@njit(cache=True, nogil=True)
 def _mode_overlaps(U, V, block):
     """(L, p, q) array of U[:, block k] V[:, block k]^T / N for row-layout U (p, N), V (q, N)."""
     p, N = U.shape
     q = V.shape[0]
     L = N // block
-    out = np.empty((L, p, q))
-    for k in range(L):
-        lo = k * block
-        for i in range(p):
-            for j in range(q):
-                out[k, i, j] = _dot8(U[i, lo:lo + block], V[j, lo:lo + block], block) / N
-    return out
+    U3 = np.ascontiguousarray(U).reshape(p, L, block).transpose(1, 0, 2)
+    V3 = np.ascontiguousarray(V).reshape(q, L, block).transpose(1, 2, 0)
+    return (U3 @ V3) / N
 
 
-@njit(cache=True, nogil=True)
 def _level1(U, V, lam, block):
-    """sum_k lam_k U[:, block k] V[:, block k]^T / N, summed mode by mode in a fixed order."""
-    p, N = U.shape
-    q = V.shape[0]
-    out = np.zeros((p, q))
-    for k in range(lam.shape[0]):
-        lo = k * block
-        for i in range(p):
-            for j in range(q):
-                out[i, j] += lam[k] * _dot8(U[i, lo:lo + block], V[j, lo:lo + block], block)
-    return out / N
+    """sum_k lam_k U[:, block k] V[:, block k]^T / N."""
+    return np.tensordot(lam, _mode_overlaps(U, V, block), axes=1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -701,6 +442,32 @@ def _progress_bar(enabled, total):
                 desc="SGD", leave=False)
 
 
+def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y):
+    """Draw the first sample into (z, x, y) and return run(n): n SGD steps in place, returning
+    -1 or the step at which a field became non-finite.
+
+    generator "float32" with the row layout runs the C kernel (solvers/sim/ckernel.py) when it
+    is available; everything else, and that case without a C compiler, the numba kernels
+    (solvers/sim/kernels.py, imported here, not before: numba's start-up is ~0.9 s).
+    """
+    if st.generator == "float32" and not columns:
+        from solvers.sim.ckernel import kernel
+        ck = kernel()
+        if ck is not None:
+            ck.fill(state, scale, z)
+            isq = 1.0 / math.sqrt(st.N)
+            x[:] = (Jw @ z) * isq
+            y[:] = (Bw @ z) * isq
+            work = ck.work(st.N, st.K, st.M)
+            return lambda n: ck.steps(state, Jw, Bw, scale, st.n_tr, st.eta, act, n, z, x, y,
+                                      work)
+    from solvers.sim import kernels
+    gen = _GEN_CODE[st.generator]
+    kernels._prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
+    return lambda n: kernels._steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta,
+                                    act, n, z, x, y, columns)
+
+
 # --------------------------------------------------------------------------------------------
 # Public simulators
 # --------------------------------------------------------------------------------------------
@@ -708,7 +475,8 @@ def _progress_bar(enabled, total):
 def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
              eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0, progress=False,
              J0=None, B0=None, untrainable="zero", generator="xoshiro") -> SimulationResult:
-    """Online SGD of the soft committee machine at finite N, compiled with numba.
+    """Online SGD of the soft committee machine at finite N, in compiled kernels (numba; C for
+    generator "float32" when a C compiler is available).
 
     activation "erf" | "linear"; K student, M teacher units; N input dimension; eta learning rate;
     sigma_J std of the initial student weights; seed (int >= 0) fixes everything random.
@@ -748,9 +516,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
     else:
         Jw, Bw = Jt, Bt
-    gen = _GEN_CODE[st.generator]
     z, x, y = np.empty(st.N), np.empty(st.K), np.empty(st.M)
-    _prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
+    run = _stepper(st, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y)
 
     per_call = max(1, _CALL_WORK // (st.N * (st.K + st.M)))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
@@ -760,8 +527,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
             while done < target:
                 n = int(min(per_call, target - done))
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = _steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta, act, n,
-                             z, x, y, columns)
+                bad = run(n)
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
@@ -809,7 +575,8 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
         kind = "float32" if st.generator == "float32" else "ziggurat"
 
         def draw():
-            return _xoshiro_normals(state, st.N, scale, kind)
+            from solvers.sim.normals import standard_normal
+            return standard_normal(state, st.N, scale, kind)
     scale = st.scale
     init_modes = _init_modes(st, Jt0, Bt0)
     lam_a = scale**2

@@ -1,0 +1,185 @@
+"""The C step loop of generator "float32" (solvers/sim/csrc/sgd_f32.c, solvers/sim/ckernel.py).
+
+Its normals must be the numba stream's bit for bit (every input word of the transform, and
+whole blocks of the stream with their remainders), so the statistical tests of that stream
+(tests/test_normals.py, tests/test_normals_f32.py) hold for it.  Its trajectories must agree
+with the numba kernel's to rounding: the fields are the same sums in another order.  Without a
+compiler the numba kernel runs instead, with a warning.
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solvers.generated import normal_f32 as tables
+from solvers.sim import ckernel, normals as nm
+from solvers.sim.simulate import naive_simulate, simulate
+
+pytestmark = [pytest.mark.second_basis]  # oracle (tests/conftest.py): the numba kernels
+
+ROOT = Path(__file__).resolve().parents[1]
+HAVE_CC = shutil.which(os.environ.get("CC", "cc")) is not None
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler on this machine")
+
+
+@pytest.fixture
+def kernel():
+    k = ckernel.kernel()
+    assert k is not None, "a C compiler is present, so the kernel must build"
+    return k
+
+
+@pytest.fixture
+def numba_only():
+    """Run the body with the numba kernels (as without a compiler), then restore."""
+    saved = dict(ckernel._state)
+    ckernel._state["kernel"] = None
+    yield
+    ckernel._state.clear()
+    ckernel._state.update(saved)
+
+
+@needs_cc
+def test_transform_is_the_numba_transform_on_every_word(kernel):
+    """All 2^23 uniforms, both signs, with noise in the 8 unused low bits: the same doubles."""
+    m = np.arange(2**23, dtype=np.uint32) << np.uint32(9)
+    noise = np.random.default_rng(0).integers(0, 256, 2 * m.size, dtype=np.uint32)
+    h = np.concatenate([m, m | np.uint32(256)]) | noise
+    z_c = np.empty(h.size)
+    kernel.transform(h, z_c)
+    z_nb = np.empty(h.size)
+    nm._normals_f32(h, np.ones(h.size), z_nb, np.empty(h.size // 8 + 1, dtype=np.uint64))
+    assert np.array_equal(z_c, z_nb)
+    assert np.count_nonzero(h >= np.uint32(tables.M_TAIL << 9)) > 160_000   # tails included
+
+
+@needs_cc
+@pytest.mark.parametrize("n", [1, 2, 7, 31, 32, 33, 100, 1000, 1024, 4099])
+def test_fill_is_the_numba_stream(kernel, n):
+    """Two consecutive samples, scaled: same normals, same lane states after (remainders of
+    n mod 32 come from the first lanes, scalar, in both)."""
+    rng = np.random.default_rng(n)
+    st_c = nm.seed_state(np.random.SeedSequence(n))
+    st_nb = st_c.copy()
+    for _ in range(2):
+        scale = rng.uniform(0.1, 3.0, n)
+        z_c, z_nb = np.empty(n), np.empty(n)
+        kernel.fill(st_c, scale, z_c)
+        nm.fill_normals_f32(st_nb, np.empty(2 * n, dtype=np.uint64), scale, z_nb)
+        assert np.array_equal(z_c, z_nb)
+        assert np.array_equal(st_c, st_nb)
+
+
+CASES = {
+    "erf K2 M3 N32": dict(activation="erf", K=2, M=3, N=32, L=4, beta=1.0, eta=0.5,
+                          sigma_J=0.3, alphas=[0, 1, 40]),
+    "erf K3 M1 N1000 mask": dict(activation="erf", K=3, M=1, N=1000, L=8, beta=0.5, eta=0.3,
+                                 sigma_J=0.5, alphas=[0, 3, 6], n_trainable=517,
+                                 untrainable="frozen", rotate=True),
+    "linear K1 M1 N64 mask": dict(activation="linear", K=1, M=1, N=64, L=4, beta=1.0, eta=0.2,
+                                  sigma_J=0.2, alphas=[0, 30], n_trainable=40),
+    "erf K5 M4 N96": dict(activation="erf", K=5, M=4, N=96, L=3, beta=2.0, eta=1.0,
+                          sigma_J=0.1, alphas=[0, 20]),
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("case", list(CASES))
+def test_trajectory_agrees_with_the_numba_kernel(kernel, case, request):
+    """Same stream, same updates; the fields are summed in another order (and tail words are
+    corrected after the pass), so the runs differ by rounding only.  1e-13 relative: the
+    differences start at ~1e-16 per step and SGD at these learning rates does not amplify them
+    by more than a few hundred over <= 6000 steps (measured: 2e-16 to 2.4e-15)."""
+    kw = {**CASES[case], "generator": "float32"}
+    c = simulate(seed=3, **kw)
+    request.getfixturevalue("numba_only")
+    nb = simulate(seed=3, **kw)
+    assert np.array_equal(c.T1, nb.T1) and c.alpha.tolist() == nb.alpha.tolist()
+    for f in ("J_final", "R1", "Q1", "eps_g"):
+        a, b = getattr(c, f), getattr(nb, f)
+        assert np.max(np.abs(a - b)) <= 1e-13 * np.max(np.abs(b)), f
+
+
+@needs_cc
+def test_c_kernel_run_equals_the_literal_loop(kernel):
+    kw = {**CASES["erf K3 M1 N1000 mask"], "generator": "float32"}
+    a, b = simulate(seed=1, **kw), naive_simulate(seed=1, **kw)
+    for f in ("eps_g", "R1", "Q1", "J_final"):
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-11, err_msg=f)
+
+
+@needs_cc
+def test_blow_up_is_reported(kernel):
+    kw = dict(activation="linear", K=1, M=1, N=32, L=4, beta=1.0, eta=40.0, sigma_J=1.0,
+              seed=0, alphas=[100], generator="float32")
+    with pytest.raises(FloatingPointError, match=r"non-finite at alpha = [0-9.e+-]+"):
+        simulate(**kw)
+
+
+@needs_cc
+def test_calls_release_the_gil(kernel):
+    """ctypes.CDLL (not PyDLL) drops the GIL around each call: simulate_many's threads run
+    the C kernel in parallel."""
+    assert type(kernel._lib) is ctypes.CDLL
+
+
+def test_without_a_compiler_numba_runs_with_a_warning(monkeypatch, tmp_path, numba_only):
+    kw = {**CASES["erf K2 M3 N32"], "generator": "float32"}
+    reference = simulate(seed=2, **kw)              # numba (the fixture)
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path))
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    ckernel.reset()
+    with pytest.warns(RuntimeWarning, match="C kernel unavailable: no C compiler"):
+        again = simulate(seed=2, **kw)
+    assert ckernel.kernel() is None
+    assert np.array_equal(again.J_final, reference.J_final)
+
+
+def test_a_failing_compiler_is_named_in_the_warning(monkeypatch, tmp_path, numba_only):
+    cc = tmp_path / "broken-cc"
+    cc.write_text("#!/bin/sh\necho 'broken-cc: cannot compile today' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(cc))
+    ckernel.reset()
+    with pytest.warns(RuntimeWarning, match="broken-cc: cannot compile today"):
+        assert ckernel.kernel() is None
+    assert not list((tmp_path / "cache" / "ckernel").glob("*"))   # no half-written library
+
+
+def test_switched_off_by_environment(monkeypatch, numba_only):
+    monkeypatch.setenv("SCALING_ODES_NO_CKERNEL", "1")
+    ckernel.reset()
+    assert ckernel.kernel() is None
+
+
+@needs_cc
+def test_library_is_cached_by_source_compiler_and_cpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path))
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    first = ckernel.build(cc)
+    stamp = first.stat().st_mtime_ns
+    assert ckernel.build(cc) == first and first.stat().st_mtime_ns == stamp   # reused
+    assert [p.name for p in first.parent.iterdir()] == [first.name]          # no temp files
+    monkeypatch.setattr(ckernel, "CFLAGS", (*ckernel.CFLAGS, "-DSCALING_ODES_TEST_FLAG"))
+    assert ckernel.library_path(cc) != first
+
+
+@needs_cc
+def test_the_c_path_does_not_start_numba(tmp_path):
+    """The point of the C path for the command's start-up: numba is never imported."""
+    code = ("import sys, numpy as np\n"
+            "from solvers.sim.simulate import simulate\n"
+            "r = simulate(activation='erf', K=2, M=2, N=64, L=4, beta=1.0, eta=0.5,"
+            " sigma_J=0.1, seed=0, alphas=[0, 5], generator='float32')\n"
+            "assert np.all(np.isfinite(r.eps_g))\n"
+            "print('numba' in sys.modules)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, check=True)
+    assert out.stdout.strip() == "False", out.stderr
