@@ -1,7 +1,7 @@
-"""The C step loop of generator "float32" (solvers/sim/csrc/sgd_f32.c, solvers/sim/ckernel.py).
+"""The C step loop of the xoshiro generators (solvers/sim/csrc/sgd_rows.c, solvers/sim/ckernel.py).
 
-Its normals must be the numba stream's bit for bit (every input word of the transform, and
-whole blocks of the stream with their remainders), so the statistical tests of that stream
+Its normals must be the numba streams' bit for bit (every input word of the float32 transform,
+and whole blocks of both streams with their remainders and redraws), so the statistical tests
 (tests/test_normals.py, tests/test_normals_f32.py) hold for it.  Its trajectories must agree
 with the numba kernel's to rounding: the fields are the same sums in another order.  Without a
 compiler the numba kernel runs instead, with a warning.
@@ -59,18 +59,21 @@ def test_transform_is_the_numba_transform_on_every_word(kernel):
 
 
 @needs_cc
-@pytest.mark.parametrize("n", [1, 2, 7, 31, 32, 33, 100, 1000, 1024, 4099])
-def test_fill_is_the_numba_stream(kernel, n):
-    """Two consecutive samples, scaled: same normals, same lane states after (remainders of
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+@pytest.mark.parametrize("n", [1, 2, 7, 15, 16, 17, 31, 32, 33, 100, 1000, 1024, 4099, 1 << 20])
+def test_fill_is_the_numba_stream(kernel, n, generator):
+    """Two consecutive samples, scaled: same normals, same lane states after, repair lane
+    included (the ziggurat's rejected words are redrawn in the same order; remainders of
     n mod 32 come from the first lanes, scalar, in both)."""
+    fill_nb = nm.fill_normals if generator == "xoshiro" else nm.fill_normals_f32
     rng = np.random.default_rng(n)
     st_c = nm.seed_state(np.random.SeedSequence(n))
     st_nb = st_c.copy()
     for _ in range(2):
         scale = rng.uniform(0.1, 3.0, n)
         z_c, z_nb = np.empty(n), np.empty(n)
-        kernel.fill(st_c, scale, z_c)
-        nm.fill_normals_f32(st_nb, np.empty(2 * n, dtype=np.uint64), scale, z_nb)
+        kernel.fill(generator, st_c, scale, z_c)
+        fill_nb(st_nb, np.empty(2 * n, dtype=np.uint64), scale, z_nb)
         assert np.array_equal(z_c, z_nb)
         assert np.array_equal(st_c, st_nb)
 
@@ -89,13 +92,14 @@ CASES = {
 
 
 @needs_cc
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_trajectory_agrees_with_the_numba_kernel(kernel, case, request):
+def test_trajectory_agrees_with_the_numba_kernel(kernel, case, generator, request):
     """Same stream, same updates; the fields are summed in another order (and tail words are
     corrected after the pass), so the runs differ by rounding only.  1e-13 relative: the
     differences start at ~1e-16 per step and SGD at these learning rates does not amplify them
     by more than a few hundred over <= 6000 steps (measured: 2e-16 to 2.4e-15)."""
-    kw = {**CASES[case], "generator": "float32"}
+    kw = {**CASES[case], "generator": generator}
     c = simulate(seed=3, **kw)
     request.getfixturevalue("numba_only")
     nb = simulate(seed=3, **kw)
@@ -106,17 +110,19 @@ def test_trajectory_agrees_with_the_numba_kernel(kernel, case, request):
 
 
 @needs_cc
-def test_c_kernel_run_equals_the_literal_loop(kernel):
-    kw = {**CASES["erf K3 M1 N1000 mask"], "generator": "float32"}
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+def test_c_kernel_run_equals_the_literal_loop(kernel, generator):
+    kw = {**CASES["erf K3 M1 N1000 mask"], "generator": generator}
     a, b = simulate(seed=1, **kw), naive_simulate(seed=1, **kw)
     for f in ("eps_g", "R1", "Q1", "J_final"):
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=0, atol=1e-11, err_msg=f)
 
 
 @needs_cc
-def test_blow_up_is_reported(kernel):
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+def test_blow_up_is_reported(kernel, generator):
     kw = dict(activation="linear", K=1, M=1, N=32, L=4, beta=1.0, eta=40.0, sigma_J=1.0,
-              seed=0, alphas=[100], generator="float32")
+              seed=0, alphas=[100], generator=generator)
     with pytest.raises(FloatingPointError, match=r"non-finite at alpha = [0-9.e+-]+"):
         simulate(**kw)
 
@@ -129,7 +135,7 @@ def test_calls_release_the_gil(kernel):
 
 
 def test_without_a_compiler_numba_runs_with_a_warning(monkeypatch, tmp_path, numba_only):
-    kw = {**CASES["erf K2 M3 N32"], "generator": "float32"}
+    kw = CASES["erf K2 M3 N32"]                      # the default generator, "xoshiro"
     reference = simulate(seed=2, **kw)              # numba (the fixture)
     monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path))
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
@@ -176,7 +182,7 @@ def test_the_c_path_does_not_start_numba(tmp_path):
     code = ("import sys, numpy as np\n"
             "from solvers.sim.simulate import simulate\n"
             "r = simulate(activation='erf', K=2, M=2, N=64, L=4, beta=1.0, eta=0.5,"
-            " sigma_J=0.1, seed=0, alphas=[0, 5], generator='float32')\n"
+            " sigma_J=0.1, seed=0, alphas=[0, 5])\n"
             "assert np.all(np.isfinite(r.eps_g))\n"
             "print('numba' in sys.modules)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -1,7 +1,8 @@
-"""The C step loop of the "float32" generator (csrc/sgd_f32.c): built on first use, then cached.
+"""The C step loop of the xoshiro generators (csrc/sgd_rows.c): built on first use, then cached.
 
-``kernel()`` returns a ``CKernel`` or None.  None means the numba kernels run instead (same
-stream, same trajectory up to rounding): when ``SCALING_ODES_NO_CKERNEL=1``, when no C compiler
+``kernel()`` returns a ``CKernel`` or None.  It runs generators "xoshiro" and "float32" with
+the row layout (K < 32); None means the numba kernels run instead (same stream, same
+trajectory up to rounding): when ``SCALING_ODES_NO_CKERNEL=1``, when no C compiler
 is found, or when compiling fails (a one-line warning says why, once per process).
 
 The shared library is compiled with the host's C compiler (``$CC`` or ``cc``) at -O3 for this
@@ -27,8 +28,9 @@ import numpy as np
 
 from solvers.core.cachedir import cache_dir
 from solvers.generated import normal_f32 as _T
+from solvers.sim import streams as _Z
 
-SOURCE = Path(__file__).with_name("csrc") / "sgd_f32.c"
+SOURCE = Path(__file__).with_name("csrc") / "sgd_rows.c"
 # -ffp-contract=off: only the explicit fused multiply-adds of the source are fused, so the
 # normals are those of the numba kernel bit for bit (tests/test_ckernel.py).
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing",
@@ -37,6 +39,7 @@ CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-
 _P = np.array([np.float32(c) for c in _T.CENTRAL_P], dtype=np.float32)
 _Q = np.array([np.float32(c) for c in _T.CENTRAL_Q], dtype=np.float32)
 _G = np.array(_T.TAIL_G, dtype=np.float64)
+GEN_CODE = {"xoshiro": 1, "float32": 2}     # csrc/sgd_rows.c's GEN_ZIG, GEN_F32
 
 _c_void_p, _i64 = ctypes.c_void_p, ctypes.c_int64
 
@@ -50,48 +53,50 @@ class CKernel:
 
     def __init__(self, lib):
         self._lib = lib
-        lib.sgd_f32_init.restype = ctypes.c_int
-        lib.sgd_f32_init.argtypes = [_c_void_p, _c_void_p, _c_void_p, ctypes.c_int,
-                                     ctypes.c_uint32, ctypes.c_double, ctypes.c_double]
-        lib.sgd_f32_fill.restype = None
-        lib.sgd_f32_fill.argtypes = [_c_void_p, _c_void_p, _c_void_p, _i64]
-        lib.sgd_f32_transform.restype = None
-        lib.sgd_f32_transform.argtypes = [_c_void_p, _c_void_p, _i64]
-        lib.sgd_f32_work_size.restype = _i64
-        lib.sgd_f32_work_size.argtypes = [_i64, _i64, _i64]
-        lib.sgd_f32_rows.restype = _i64
-        lib.sgd_f32_rows.argtypes = [_c_void_p, _c_void_p, _c_void_p, _c_void_p, _i64, _i64,
-                                     _i64, _i64, ctypes.c_double, ctypes.c_int, _i64,
-                                     _c_void_p, _c_void_p, _c_void_p, _c_void_p]
-        if lib.sgd_f32_init(_ptr(_P), _ptr(_Q), _ptr(_G), len(_G), int(_T.M_TAIL) << 9,
-                            _T.TAIL_CENTER, 1.0 / _T.TAIL_HALF_WIDTH):
+        p, i64, f64 = _c_void_p, _i64, ctypes.c_double
+        for name, res, args in (
+                ("sgd_init", ctypes.c_int, [p, p, p, ctypes.c_int, ctypes.c_uint32, f64, f64,
+                                            p, p, p, p, p, f64]),
+                ("sgd_fill", None, [ctypes.c_int, p, p, p, i64, p]),
+                ("sgd_transform_f32", None, [p, p, i64]),
+                ("sgd_work_size", i64, [i64, i64, i64]),
+                ("sgd_rows", i64, [ctypes.c_int, p, p, p, p, i64, i64, i64, i64, f64,
+                                   ctypes.c_int, i64, p, p, p, p])):
+            fn = getattr(lib, name)
+            fn.restype, fn.argtypes = res, args
+        tables = [np.ascontiguousarray(t) for t in (_Z._KI, _Z._WS, _Z._X, _Z._RATIO, _Z._F)]
+        if lib.sgd_init(_ptr(_P), _ptr(_Q), _ptr(_G), len(_G), int(_T.M_TAIL) << 9,
+                        _T.TAIL_CENTER, 1.0 / _T.TAIL_HALF_WIDTH, *map(_ptr, tables), _Z._R):
             raise RuntimeError("the float32 tail polynomial has more coefficients than the C "
                                "kernel holds (32)")
 
-    def fill(self, state, scale, z):
-        """z[:] = scale * next len(z) normals of the float32 stream (normals.fill_normals_f32)."""
+    def fill(self, generator, state, scale, z):
+        """z[:] = scale * next len(z) normals of the stream ``generator`` ("xoshiro" or
+        "float32"), as normals.fill_normals / fill_normals_f32 draw them."""
         _check(state, np.uint64)
         _check(scale, np.float64, len(z))
         _check(z, np.float64)
-        self._lib.sgd_f32_fill(_ptr(state), _ptr(scale), _ptr(z), len(z))
+        recs = np.empty(self._lib.sgd_work_size(len(z), 0, 0), dtype=np.uint64)
+        self._lib.sgd_fill(GEN_CODE[generator], _ptr(state), _ptr(scale), _ptr(z), len(z),
+                           _ptr(recs))
 
     def transform(self, h, z):
-        """z[a] = normal(h[a]) for 32-bit words h (no scale): the step loop's transform."""
+        """z[a] = normal(h[a]) for 32-bit words h (no scale): the float32 transform."""
         _check(h, np.uint32)
         _check(z, np.float64, len(h))
-        self._lib.sgd_f32_transform(_ptr(h), _ptr(z), len(h))
+        self._lib.sgd_transform_f32(_ptr(h), _ptr(z), len(h))
 
     def work(self, N, K, M):
-        return np.empty(self._lib.sgd_f32_work_size(N, K, M))
+        return np.empty(self._lib.sgd_work_size(N, K, M))
 
-    def steps(self, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work):
-        """As simulate._steps for the row layout and the float32 stream; returns -1 or the step
-        at which a field became non-finite."""
+    def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work):
+        """As kernels._steps for the row layout; returns -1 or the step at which a field
+        became non-finite.  The arrays are used as they are (simulate checks them once)."""
         K, N = J.shape
         M = B.shape[0]
-        return self._lib.sgd_f32_rows(_ptr(state), _ptr(J), _ptr(B), _ptr(scale), N, n_tr, K,
-                                      M, eta, act, n_steps, _ptr(z), _ptr(x), _ptr(y),
-                                      _ptr(work))
+        return self._lib.sgd_rows(GEN_CODE[generator], _ptr(state), _ptr(J), _ptr(B),
+                                  _ptr(scale), N, n_tr, K, M, eta, act, n_steps, _ptr(z),
+                                  _ptr(x), _ptr(y), _ptr(work))
 
 
 def _check(a, dtype, n=None):
@@ -121,7 +126,7 @@ def library_path(cc: str) -> Path:
     h.update(SOURCE.read_bytes())
     h.update(" ".join((cc, *CFLAGS)).encode())
     h.update(_cpu_id())
-    return cache_dir() / "ckernel" / f"sgd_f32-{h.hexdigest()[:16]}.so"
+    return cache_dir() / "ckernel" / f"sgd_rows-{h.hexdigest()[:16]}.so"
 
 
 def build(cc: str) -> Path:
@@ -160,7 +165,7 @@ def kernel() -> CKernel | None:
                 raise OSError(f"no C compiler ({os.environ.get('CC', 'cc')!r} not found)")
             k = CKernel(ctypes.CDLL(str(build(cc))))
         except (OSError, RuntimeError) as exc:
-            warnings.warn(f"scaling-odes: float32 inputs use the numba kernel (C kernel "
+            warnings.warn(f"scaling-odes: the simulator uses its numba kernels (C kernel "
                           f"unavailable: {exc})", RuntimeWarning, stacklevel=2)
     _state["kernel"] = k
     return k

@@ -48,65 +48,13 @@ from solvers.generated import normal_f32 as _T
 # The seeding (lanes, jumps, SeedSequence) is plain Python in solvers/sim/streams.py, so that the
 # C kernel's path (solvers/sim/ckernel.py) can seed without importing numba.
 from solvers.sim.streams import LANES, jump, seed_state, _py_next  # noqa: F401
+# ... and so are the ziggurat's tables (the C kernel uses them too).
+from solvers.sim.streams import ZIGGURAT, _F, _INV_R, _KI, _R, _RATIO, _WS, _X  # noqa: F401
 
 __all__ = ["LANES", "ZIGGURAT", "seed_state", "fill_normals", "fill_normals_f32",
            "standard_normal", "jump", "next_raw", "KINDS"]
 
 KINDS = ("ziggurat", "float32")   # the two transforms of the lanes' words into normals
-
-
-# ---------------------------------------------------------------------------------------------
-# Ziggurat tables
-# ---------------------------------------------------------------------------------------------
-
-def _ziggurat_tables(n_layers=256):
-    def f(x):
-        return math.exp(-0.5 * x * x)
-
-    def tail_area(r):
-        return math.sqrt(math.pi / 2) * math.erfc(r / math.sqrt(2))
-
-    def top_mismatch(r):
-        """f(X_last) + v / X_last - 1 (zero when the top layer has area v exactly)."""
-        v = r * f(r) + tail_area(r)
-        x = r
-        for _ in range(1, n_layers - 1):
-            y = f(x) + v / x
-            if y >= 1.0:      # overshoot: r too small
-                return 1.0
-            x = math.sqrt(-2.0 * math.log(y))
-        return f(x) + v / x - 1.0
-
-    lo, hi = 3.0, 4.5         # mismatch > 0 at lo, < 0 at hi
-    for _ in range(64):
-        mid = 0.5 * (lo + hi)
-        if top_mismatch(mid) > 0:
-            lo = mid
-        else:
-            hi = mid
-    r = hi
-    v = r * f(r) + tail_area(r)
-    X = np.empty(n_layers + 1)
-    X[0], X[1] = v / f(r), r
-    for k in range(1, n_layers - 1):
-        X[k + 1] = math.sqrt(-2.0 * math.log(f(X[k]) + v / X[k]))
-    X[n_layers] = 0.0
-    F = np.exp(-0.5 * X * X)
-    return {"r": r, "v": v, "X": X, "F": F, "ratio": X[1:] / X[:-1],
-            "top_mismatch": top_mismatch(r)}
-
-
-ZIGGURAT = _ziggurat_tables()
-_R = ZIGGURAT["r"]
-_INV_R = 1.0 / _R
-_X = ZIGGURAT["X"][:-1].copy()        # outer width of layer k
-_RATIO = ZIGGURAT["ratio"].copy()     # X_{k+1} / X_k: fast-path acceptance
-_F = ZIGGURAT["F"].copy()             # f(X_k), k = 0..256
-# Fast-path tables in the integer domain of r = bits >> 12 (u = r 2^-52): r < _KI[k] exactly when
-# u < X_{k+1}/X_k (ceil of an exact power-of-2 scaling), and r * _WS[k + 256 sign] equals
-# +-u X_k bit for bit.  Saves the float construction and the sign branch per normal.
-_KI = np.array([math.ceil(q * 2.0**52) for q in _RATIO], dtype=np.uint64)
-_WS = np.concatenate([_X, -_X]) * 2.0**-52
 
 
 # ---------------------------------------------------------------------------------------------

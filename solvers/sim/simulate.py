@@ -446,21 +446,22 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
     """Draw the first sample into (z, x, y) and return run(n): n SGD steps in place, returning
     -1 or the step at which a field became non-finite.
 
-    generator "float32" with the row layout runs the C kernel (solvers/sim/ckernel.py) when it
-    is available; everything else, and that case without a C compiler, the numba kernels
-    (solvers/sim/kernels.py, imported here, not before: numba's start-up is ~0.9 s).
+    The xoshiro generators ("xoshiro", "float32") with the row layout run the C kernel
+    (solvers/sim/ckernel.py) when it is available; NumPy's stream, the column layout and the
+    case without a C compiler run the numba kernels (solvers/sim/kernels.py, imported here, not
+    before: numba's start-up is ~0.9 s).
     """
-    if st.generator == "float32" and not columns:
+    if st.generator in ("xoshiro", "float32") and not columns:
         from solvers.sim.ckernel import kernel
         ck = kernel()
         if ck is not None:
-            ck.fill(state, scale, z)
+            ck.fill(st.generator, state, scale, z)
             isq = 1.0 / math.sqrt(st.N)
             x[:] = (Jw @ z) * isq
             y[:] = (Bw @ z) * isq
             work = ck.work(st.N, st.K, st.M)
-            return lambda n: ck.steps(state, Jw, Bw, scale, st.n_tr, st.eta, act, n, z, x, y,
-                                      work)
+            return lambda n: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta, act,
+                                      n, z, x, y, work)
     from solvers.sim import kernels
     gen = _GEN_CODE[st.generator]
     kernels._prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
@@ -475,8 +476,8 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
 def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
              eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0, progress=False,
              J0=None, B0=None, untrainable="zero", generator="xoshiro") -> SimulationResult:
-    """Online SGD of the soft committee machine at finite N, in compiled kernels (numba; C for
-    generator "float32" when a C compiler is available).
+    """Online SGD of the soft committee machine at finite N, in compiled kernels (C for the
+    xoshiro generators with K < 32 when a C compiler is available, numba otherwise).
 
     activation "erf" | "linear"; K student, M teacher units; N input dimension; eta learning rate;
     sigma_J std of the initial student weights; seed (int >= 0) fixes everything random.

@@ -1,0 +1,528 @@
+/* Online SGD of the soft committee machine (row layout) on the xoshiro input streams, one pass
+ * over the coordinates per step.
+ *
+ * Built and loaded by solvers/sim/ckernel.py (cc -O3 -march=native -ffp-contract=off); the
+ * numba kernels (solvers/sim/kernels.py) compute the same thing and stay the fallback and the
+ * kernel of the column layout and of NumPy's stream.
+ *
+ * Why C: at N = 1024, K = M = 2 a step costs about a nanosecond per coordinate, so what
+ * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
+ * stored, the rows are updated with the current sample and both fields of the next one are
+ * summed while the new normals are still in registers: one pass over J, B, z per step instead
+ * of three.  And the command that runs it does not start numba (about 0.9 s of fixed cost).
+ *
+ * The streams are those of solvers/sim/normals.py, bit for bit (tests/test_ckernel.py):
+ *   GEN_ZIG  ("xoshiro")  one 64-bit word per normal, ziggurat: the same integer fast-path
+ *            tables, the rejected words redrawn afterwards in increasing order from the repair
+ *            lane with the same float64 operations and libm calls;
+ *   GEN_F32  ("float32")  two 32-bit halves per word, the float32 inverse CDF: the same float32
+ *            operations in the same order (the Horner steps as explicit fused multiply-adds,
+ *            as LLVM contracts them in the numba kernel; nothing else is contracted), the 1 %
+ *            of tail words in float64.
+ * A word whose normal is not final after the vector pass (a ziggurat rejection, a float32
+ * tail) first gets the pass's finite value; afterwards the true value replaces it and the
+ * fields are corrected by J[i, a] (true - first).  So the fields are the same sums as the numba
+ * kernel's in another order: trajectories agree to rounding, not bitwise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#define LANES 16
+#define SROW (LANES + 1) /* a state row: LANES vector lanes and the repair lane */
+#define CHUNK 32         /* normals per block: one 64-bit word from each lane, two halves */
+#define REC 34           /* per block with a word to redo: its <= 32 words, offset, mask */
+
+typedef uint64_t v8u __attribute__((vector_size(64), aligned(8)));
+typedef uint32_t v16u __attribute__((vector_size(64), aligned(8)));
+typedef float v16f __attribute__((vector_size(64), aligned(8)));
+typedef float v8f __attribute__((vector_size(32), aligned(8)));
+typedef double v8d __attribute__((vector_size(64), aligned(8)));
+
+enum { GEN_ZIG = 1, GEN_F32 = 2 }; /* the codes of solvers/sim/simulate.py's _GEN_CODE */
+
+/* The transforms' constants, set once by sgd_init: the float32 inverse CDF's
+ * (solvers/generated/normal_f32.py) and the ziggurat's tables (solvers/sim/streams.py). */
+static float CP[7], CQ[7];
+static double TG[32];
+static int NG;
+static uint32_t H_TAIL;
+static double TAIL_C, TAIL_IH;
+static uint64_t ZKI[256];
+static double ZWS[512], ZX[256], ZRATIO[256], ZF[257], ZR, ZINV_R;
+
+int sgd_init(const float *p, const float *q, const double *g, int ng, uint32_t h_tail,
+             double tail_center, double tail_inv_half_width, const uint64_t *ki,
+             const double *ws, const double *x, const double *ratio, const double *f, double r) {
+    if (ng < 1 || ng > 32) return -1;
+    memcpy(CP, p, sizeof CP);
+    memcpy(CQ, q, sizeof CQ);
+    memcpy(TG, g, (size_t)ng * sizeof(double));
+    NG = ng;
+    H_TAIL = h_tail;
+    TAIL_C = tail_center;
+    TAIL_IH = tail_inv_half_width;
+    memcpy(ZKI, ki, sizeof ZKI);
+    memcpy(ZWS, ws, sizeof ZWS);
+    memcpy(ZX, x, sizeof ZX);
+    memcpy(ZRATIO, ratio, sizeof ZRATIO);
+    memcpy(ZF, f, sizeof ZF);
+    ZR = r;
+    ZINV_R = 1.0 / r;
+    return 0;
+}
+
+/* ---- xoshiro256++ ---------------------------------------------------------------------- */
+
+static inline uint64_t rotl1(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline v8u rotl8(v8u x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t next_raw(uint64_t *st, int lane) {
+    uint64_t s0 = st[lane], s1 = st[SROW + lane], s2 = st[2 * SROW + lane], s3 = st[3 * SROW + lane];
+    uint64_t out = rotl1(s0 + s3, 23) + s0, t = s1 << 17;
+    s2 ^= s0; s3 ^= s1; s1 ^= s2; s0 ^= s3; s2 ^= t; s3 = rotl1(s3, 45);
+    st[lane] = s0; st[SROW + lane] = s1; st[2 * SROW + lane] = s2; st[3 * SROW + lane] = s3;
+    return out;
+}
+
+typedef struct { v8u s[2][4]; } lanes_t; /* lanes 0-7 and 8-15, state words 0-3 */
+
+static inline void lanes_load(lanes_t *L, const uint64_t *st) {
+    for (int g = 0; g < 2; g++)
+        for (int w = 0; w < 4; w++) memcpy(&L->s[g][w], st + w * SROW + 8 * g, 64);
+}
+
+static inline void lanes_store(const lanes_t *L, uint64_t *st) {
+    for (int g = 0; g < 2; g++)
+        for (int w = 0; w < 4; w++) memcpy(st + w * SROW + 8 * g, &L->s[g][w], 64);
+}
+
+static inline v8u lanes_next(v8u *s) {
+    v8u out = rotl8(s[0] + s[3], 23) + s[0], t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl8(s[3], 45);
+    return out;
+}
+
+/* ---- the float32 inverse CDF ------------------------------------------------------------- */
+
+static inline v16f vfma(v16f a, v16f b, v16f c) {
+#if defined(__AVX512F__)
+    return (v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+    v16f r;
+    for (int i = 0; i < 16; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    return r;
+#endif
+}
+
+static inline v16f splat16(float c) { return (v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}; }
+
+/* the central rational function's coefficients, broadcast once per call (kept in registers) */
+typedef struct { v16f p[7], q[7]; } central_t;
+
+static inline void central_load(central_t *C) {
+    for (int j = 0; j < 7; j++) { C->p[j] = splat16(CP[j]); C->q[j] = splat16(CQ[j]); }
+}
+
+/* u = (h >> 9) 2^-23 + 2^-24, z = sign(bit 8) u P(y)/Q(y), y = (1 - u)(1 + u) */
+static inline v16f central(v16u h, const central_t *C) {
+    v16f u = (v16f)((h >> 9) | 0x3F800000u) - 1.0f;
+    u = u + 0x1p-24f;
+    v16f y = (1.0f - u) * (1.0f + u);
+    v16f P = C->p[6], Q = C->q[6];
+    for (int j = 5; j >= 0; j--) { P = vfma(P, y, C->p[j]); Q = vfma(Q, y, C->q[j]); }
+    v16f r = u * (P / Q);
+    return (v16f)((v16u)r ^ ((h << 23) & 0x80000000u));
+}
+
+static inline uint32_t tail_mask(v16u h) {
+#if defined(__AVX512F__)
+    return (uint32_t)_mm512_cmpge_epu32_mask((__m512i)h, _mm512_set1_epi32((int)H_TAIL));
+#else
+    uint32_t m = 0;
+    for (int i = 0; i < 16; i++) m |= (uint32_t)(h[i] >= H_TAIL) << i;
+    return m;
+#endif
+}
+
+typedef double v8dt __attribute__((vector_size(64)));
+typedef int64_t v8i __attribute__((vector_size(64)));
+
+/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for 8 tail words: normals.py's _tail_f32
+ * lane by lane (the same IEEE operations; log is libm's, one lane at a time).  The Horner chain
+ * of 14 dependent steps is what costs; here 8 of them run side by side. */
+static void tail_values8(const uint32_t *h, double *out) {
+    v8dt u, lg, acc = {0}, sig, t;
+    for (int l = 0; l < 8; l++) u[l] = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
+    v8dt y = (1.0 - u) * (1.0 + u);
+    for (int l = 0; l < 8; l++) lg[l] = -log(y[l]);
+    for (int l = 0; l < 8; l++) sig[l] = sqrt(lg[l]);
+    t = (sig - TAIL_C) * TAIL_IH;
+    for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
+    v8dt v = sig * acc;
+    for (int l = 0; l < 8; l++) out[l] = ((h[l] >> 8) & 1u) ? -v[l] : v[l];
+}
+
+static inline v8d widen_lo(v16f f) {
+    return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), v8d);
+}
+static inline v8d widen_hi(v16f f) {
+    return __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), v8d);
+}
+static inline v8d load8(const double *p) { v8d v; memcpy(&v, p, 64); return v; }
+static inline void store8(double *p, v8d v) { memcpy(p, &v, 64); }
+
+/* ---- the ziggurat ------------------------------------------------------------------------ */
+
+static inline double bits_unit52(uint64_t b) { /* (b >> 12) 2^-52, exactly */
+    uint64_t v = (b >> 12) | 0x3FF0000000000000ull;
+    double d;
+    memcpy(&d, &v, 8);
+    return d - 1.0;
+}
+
+static inline double open_unit(uint64_t *st) { /* (0, 1], 53 bits, from the repair lane */
+    return (double)((next_raw(st, LANES) >> 11) + 1) * (1.0 / 9007199254740992.0);
+}
+
+/* normals.py's _slow_normal: the word b failed the fast path */
+static double zig_slow(uint64_t *st, uint64_t b) {
+    for (;;) {
+        int k = (int)(b & 0xFF);
+        int neg = (int)((b >> 8) & 1);
+        double u = bits_unit52(b);
+        double x = u * ZX[k];
+        if (u < ZRATIO[k]) return neg ? -x : x;
+        if (k == 0) {
+            for (;;) {
+                double xx = -log(open_unit(st)) * ZINV_R;
+                double yy = -log(open_unit(st));
+                if (yy + yy > xx * xx) {
+                    x = ZR + xx;
+                    return neg ? -x : x;
+                }
+            }
+        }
+        if (ZF[k] + bits_unit52(next_raw(st, LANES)) * (ZF[k + 1] - ZF[k]) < exp(-0.5 * x * x))
+            return neg ? -x : x;
+        b = next_raw(st, LANES);
+    }
+}
+
+/* fast path of 8 words: value (b >> 12) WS[b & 0x1FF] and the mask of rejected words */
+static inline v8d zig_fast(v8u b, uint32_t *rejected) {
+    v8u r = b >> 12;
+#if defined(__AVX512F__)
+    __m512i bi = (__m512i)b;
+    __m512i ki = _mm512_i64gather_epi64(_mm512_and_si512(bi, _mm512_set1_epi64(0xFF)), ZKI, 8);
+    __m512d ws = _mm512_i64gather_pd(_mm512_and_si512(bi, _mm512_set1_epi64(0x1FF)), ZWS, 8);
+    *rejected = (uint32_t)_mm512_cmpge_epu64_mask((__m512i)r, ki);
+    return __builtin_convertvector(r, v8d) * (v8d)ws;
+#else
+    v8d ws;
+    uint32_t m = 0;
+    for (int l = 0; l < 8; l++) {
+        ws[l] = ZWS[b[l] & 0x1FF];
+        m |= (uint32_t)(r[l] >= ZKI[b[l] & 0xFF]) << l;
+    }
+    *rejected = m;
+    return __builtin_convertvector(r, v8d) * ws;
+#endif
+}
+
+/* ---- drawing a block of 32 normals -------------------------------------------------------- */
+
+/* The next 32 normals of the stream, scaled, into w[0..3]; words whose value is not final are
+ * flagged in the returned mask, and the block's words are copied to rec[0..31] (GEN_ZIG: 32
+ * words; GEN_F32: 16 words = 32 halves). */
+static inline __attribute__((always_inline)) uint32_t draw32(int gen, lanes_t *L,
+        const central_t *C, const double *scale, v8d *w, uint64_t *rec) {
+    if (gen == GEN_F32) {
+        v8u wa = lanes_next(L->s[0]), wb = lanes_next(L->s[1]);
+        v16u ha = (v16u)wa, hb = (v16u)wb;
+        v16f fa = central(ha, C), fb = central(hb, C);
+        w[0] = load8(scale) * widen_lo(fa);
+        w[1] = load8(scale + 8) * widen_hi(fa);
+        w[2] = load8(scale + 16) * widen_lo(fb);
+        w[3] = load8(scale + 24) * widen_hi(fb);
+        memcpy(rec, &wa, 64);
+        memcpy(rec + 8, &wb, 64);
+        return tail_mask(ha) | (tail_mask(hb) << 16);
+    } else {
+        v8u b0 = lanes_next(L->s[0]), b1 = lanes_next(L->s[1]);
+        v8u b2 = lanes_next(L->s[0]), b3 = lanes_next(L->s[1]);
+        uint32_t m0, m1, m2, m3;
+        w[0] = load8(scale) * zig_fast(b0, &m0);
+        w[1] = load8(scale + 8) * zig_fast(b1, &m1);
+        w[2] = load8(scale + 16) * zig_fast(b2, &m2);
+        w[3] = load8(scale + 24) * zig_fast(b3, &m3);
+        memcpy(rec, &b0, 64);
+        memcpy(rec + 8, &b1, 64);
+        memcpy(rec + 16, &b2, 64);
+        memcpy(rec + 24, &b3, 64);
+        return m0 | (m1 << 8) | (m2 << 16) | (m3 << 24);
+    }
+}
+
+/* The last n < 32 normals of a sample (scalar lanes: the lanes must be in st), scaled, into
+ * z; the flagged words are recorded as for draw32.  The words are those of normals.py's
+ * _raw_block: one per lane in lane order (GEN_ZIG), halves of ceil(n/2) words (GEN_F32). */
+static uint32_t draw_rest(int gen, uint64_t *st, const central_t *C, const double *scale,
+                          double *z, int64_t n, uint64_t *rec) {
+    uint32_t m = 0;
+    if (gen == GEN_F32) {
+        for (int l = 0; 2 * l < n; l++) rec[l] = next_raw(st, l);
+        const uint32_t *h = (const uint32_t *)rec;
+        for (int j = 0; j < n; j++) {
+            z[j] = scale[j] * (double)central((v16u){0} + h[j], C)[0];
+            m |= (uint32_t)(h[j] >= H_TAIL) << j;
+        }
+    } else {
+        for (int j = 0; j < n; j++) {
+            uint64_t b = rec[j] = next_raw(st, j % LANES);
+            uint64_t r = b >> 12;
+            z[j] = scale[j] * ((double)r * ZWS[b & 0x1FF]);
+            m |= (uint32_t)(r >= ZKI[b & 0xFF]) << j;
+        }
+    }
+    return m;
+}
+
+/* Final values of the flagged words of nrec records, in increasing order (the ziggurat's
+ * redraws consume the repair lane in that order, as in normals.py).  fix(b, v_old, v_new) is
+ * called for each.  GEN_F32's tails go 8 at a time through tail_values8. */
+typedef struct {
+    double *J;
+    const double *B;
+    double *corr;
+    int64_t N, K, M;
+} fix_t;
+
+static inline void fix_one(const fix_t *F, double *z, int64_t b, double v) {
+    double d = v - z[b];
+    z[b] = v;
+    if (F) {
+        for (int64_t i = 0; i < F->K; i++) F->corr[i] += F->J[i * F->N + b] * d;
+        for (int64_t n = 0; n < F->M; n++) F->corr[F->K + n] += F->B[n * F->N + b] * d;
+    }
+}
+
+static void redo_flagged(int gen, uint64_t *st, const uint64_t *recs, int64_t nrec,
+                         const double *scale, double *z, const fix_t *F) {
+    uint32_t th[40];
+    int64_t tb[40];
+    double tv[40];
+    int64_t nq = 0;
+    for (int64_t r = 0; r < nrec; r++) {
+        const uint64_t *rec = recs + REC * r;
+        int64_t a0 = (int64_t)rec[32];
+        uint32_t m = (uint32_t)rec[33];
+        while (m) {
+            int j = __builtin_ctz(m);
+            int64_t b = a0 + j;
+            if (gen == GEN_ZIG) {
+                fix_one(F, z, b, scale[b] * zig_slow(st, rec[j]));
+            } else {
+                th[nq] = ((const uint32_t *)rec)[j];
+                tb[nq++] = b;
+            }
+            m &= m - 1;
+        }
+        if (gen == GEN_F32 && (nq >= 8 || r == nrec - 1)) {
+            for (int64_t q = nq; q % 8; q++) th[q] = 0; /* padding lanes */
+            for (int64_t q = 0; q < nq; q += 8) tail_values8(th + q, tv + q);
+            for (int64_t q = 0; q < nq; q++) fix_one(F, z, tb[q], scale[tb[q]] * tv[q]);
+            nq = 0;
+        }
+    }
+}
+
+/* z = scale * next n normals of the stream gen (the tests' reference: normals.py's fill_*) */
+void sgd_fill(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
+              uint64_t *recs) {
+    central_t C;
+    central_load(&C);
+    lanes_t L;
+    lanes_load(&L, st);
+    int64_t a = 0, nrec = 0;
+    for (; a + CHUNK <= n; a += CHUNK) {
+        v8d w[4];
+        uint64_t *rec = recs + REC * nrec;
+        uint32_t m = draw32(gen, &L, &C, scale + a, w, rec);
+        for (int q = 0; q < 4; q++) store8(z + a + 8 * q, w[q]);
+        rec[32] = (uint64_t)a;
+        rec[33] = m;
+        nrec += (m != 0);
+    }
+    lanes_store(&L, st);
+    if (a < n) {
+        uint64_t *rec = recs + REC * nrec;
+        uint32_t m = draw_rest(gen, st, &C, scale + a, z + a, n - a, rec);
+        rec[32] = (uint64_t)a;
+        rec[33] = m;
+        nrec += (m != 0);
+    }
+    redo_flagged(gen, st, recs, nrec, scale, z, NULL);
+}
+
+/* z[a] = normal(h[a]) for given 32-bit words, unscaled, GEN_F32 (the exhaustive test) */
+void sgd_transform_f32(const uint32_t *h, double *z, int64_t n) {
+    central_t C;
+    central_load(&C);
+    int64_t a = 0;
+    for (; a + 16 <= n; a += 16) {
+        v16u hv;
+        memcpy(&hv, h + a, 64);
+        v16f f = central(hv, &C);
+        store8(z + a, widen_lo(f));
+        store8(z + a + 8, widen_hi(f));
+    }
+    for (; a < n; a++) z[a] = (double)central((v16u){0} + h[a], &C)[0];
+    uint32_t th[8];
+    int64_t tb[8];
+    double tv[8];
+    int nq = 0;
+    for (a = 0; a <= n; a++) {
+        if (a < n && h[a] >= H_TAIL) {
+            th[nq] = h[a];
+            tb[nq++] = a;
+        }
+        if (nq == 8 || (a == n && nq > 0)) {
+            for (int q = nq; q < 8; q++) th[q] = 0;
+            tail_values8(th, tv);
+            for (int q = 0; q < nq; q++) z[tb[q]] = tv[q];
+            nq = 0;
+        }
+    }
+}
+
+/* ---- the step loop ------------------------------------------------------------------------ */
+
+static inline double g_act(int act, double x) { return act == 0 ? erf(x * 0.70710678118654752440) : x; }
+static inline double gprime_act(int act, double x) {
+    return act == 0 ? 0.79788456080286535588 * exp(-0.5 * x * x) : 1.0;
+}
+static inline double hsum8(v8d v) {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+/* 64-bit words of work space: sgd_rows needs sgd_work_size(N, K, M), sgd_fill REC (n/32 + 1) */
+int64_t sgd_work_size(int64_t N, int64_t K, int64_t M) {
+    return N + REC * (N / CHUNK + 1) + 9 * (K + M) + K + 8;
+}
+
+static inline __attribute__((always_inline)) int64_t rows(
+        const int gen, uint64_t *st, double *J, const double *B, const double *scale, int64_t N,
+        int64_t n_tr, int64_t K, int64_t M, double eta, int act, int64_t n_steps, double *z,
+        double *x, double *y, double *work) {
+    const double sqM = sqrt((double)M), isq = 1.0 / sqrt((double)N);
+    const double coef = eta * (sqM / K) / sqrt((double)N);
+    const int64_t KM = K + M;
+    double *zn = work;
+    uint64_t *recs = (uint64_t *)(work + N);
+    double *acc_mem = work + N + REC * (N / CHUNK + 1);
+    v8d *acc = (v8d *)acc_mem;
+    double *corr = acc_mem + 8 * KM;
+    double *c = corr + KM;
+    double *z_in = z;
+    int64_t bad = -1;
+    central_t C;
+    central_load(&C);
+
+    for (int64_t t = 0; t < n_steps; t++) {
+        double sig = 0.0, zeta = 0.0;
+        int finite = 1;
+        for (int64_t i = 0; i < K; i++) {
+            if (!isfinite(x[i])) { finite = 0; break; }
+            sig += g_act(act, x[i]);
+        }
+        for (int64_t n = 0; n < M && finite; n++) zeta += g_act(act, y[n]);
+        double delta = finite ? zeta / sqM - sig * (sqM / K) : NAN;
+        if (!isfinite(delta)) { bad = t; break; }
+        for (int64_t i = 0; i < K; i++) c[i] = coef * delta * gprime_act(act, x[i]);
+        for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
+
+        lanes_t L;
+        lanes_load(&L, st);
+        int64_t nrec = 0, a = 0;
+        for (; a + CHUNK <= N; a += CHUNK) {
+            v8d w[4];
+            /* the record is always written and kept only if a word is flagged: no branch */
+            uint64_t *rec = recs + REC * nrec;
+            uint32_t m = draw32(gen, &L, &C, scale + a, w, rec);
+            rec[32] = (uint64_t)a;
+            rec[33] = m;
+            nrec += (m != 0);
+            for (int q = 0; q < 4; q++) store8(zn + a + 8 * q, w[q]);
+            if (a + CHUNK <= n_tr) {
+                v8d z0 = load8(z + a), z1 = load8(z + a + 8), z2 = load8(z + a + 16), z3 = load8(z + a + 24);
+                for (int64_t i = 0; i < K; i++) {
+                    double *Ji = J + i * N + a;
+                    const double ci = c[i];
+                    v8d j0 = load8(Ji) + ci * z0, j1 = load8(Ji + 8) + ci * z1;
+                    v8d j2 = load8(Ji + 16) + ci * z2, j3 = load8(Ji + 24) + ci * z3;
+                    store8(Ji, j0); store8(Ji + 8, j1); store8(Ji + 16, j2); store8(Ji + 24, j3);
+                    acc[i] += (j0 * w[0] + j1 * w[1]) + (j2 * w[2] + j3 * w[3]);
+                }
+            } else {
+                for (int64_t i = 0; i < K; i++) {
+                    double *Ji = J + i * N;
+                    double s = 0.0;
+                    for (int64_t b = a; b < a + CHUNK; b++) {
+                        if (b < n_tr) Ji[b] += c[i] * z[b];
+                        s += Ji[b] * zn[b];
+                    }
+                    corr[i] += s;
+                }
+            }
+            for (int64_t n = 0; n < M; n++) {
+                const double *Bn = B + n * N + a;
+                acc[K + n] += (load8(Bn) * w[0] + load8(Bn + 8) * w[1]) + (load8(Bn + 16) * w[2] + load8(Bn + 24) * w[3]);
+            }
+        }
+        lanes_store(&L, st);
+        if (a < N) { /* the last N mod 32 coordinates */
+            uint64_t *rec = recs + REC * nrec;
+            uint32_t m = draw_rest(gen, st, &C, scale + a, zn + a, N - a, rec);
+            rec[32] = (uint64_t)a;
+            rec[33] = m;
+            nrec += (m != 0);
+            for (int64_t i = 0; i < K; i++) {
+                double *Ji = J + i * N;
+                double s = 0.0;
+                for (int64_t b = a; b < N; b++) {
+                    if (b < n_tr) Ji[b] += c[i] * z[b];
+                    s += Ji[b] * zn[b];
+                }
+                corr[i] += s;
+            }
+            for (int64_t n = 0; n < M; n++) {
+                const double *Bn = B + n * N;
+                double s = 0.0;
+                for (int64_t b = a; b < N; b++) s += Bn[b] * zn[b];
+                corr[K + n] += s;
+            }
+        }
+        fix_t F = {J, B, corr, N, K, M};
+        redo_flagged(gen, st, recs, nrec, scale, zn, &F);
+        for (int64_t i = 0; i < K; i++) x[i] = (hsum8(acc[i]) + corr[i]) * isq;
+        for (int64_t n = 0; n < M; n++) y[n] = (hsum8(acc[K + n]) + corr[K + n]) * isq;
+        double *tmp = z; z = zn; zn = tmp;
+    }
+    if (z != z_in) memcpy(z_in, z, (size_t)N * sizeof(double));
+    return bad;
+}
+
+/* n_steps SGD steps on stream gen, weights in row layout J (K, N), B (M, N).  On entry z, x, y
+ * hold the current sample and its fields, on exit the next ones.  Only coordinates a < n_tr
+ * are updated.  Returns -1, or the step t at which a field was not finite. */
+int64_t sgd_rows(int gen, uint64_t *st, double *J, const double *B, const double *scale,
+                 int64_t N, int64_t n_tr, int64_t K, int64_t M, double eta, int act,
+                 int64_t n_steps, double *z, double *x, double *y, double *work) {
+    if (gen == GEN_F32)
+        return rows(GEN_F32, st, J, B, scale, N, n_tr, K, M, eta, act, n_steps, z, x, y, work);
+    return rows(GEN_ZIG, st, J, B, scale, N, n_tr, K, M, eta, act, n_steps, z, x, y, work);
+}
