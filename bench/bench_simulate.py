@@ -9,15 +9,18 @@ processes only ever slow a run down.  Rates are given per wall-clock second and 
 this thread's CPU time (what one core does when the machine is shared).
 
 1. Step loop, N in {256, 1024, 7000}, K = M in {2, 40} (erf, L = 8, eta = 0.1):
-   - xoshiro: ``simulate`` with the default input generator (xoshiro256++ lanes + ziggurat);
+   - xoshiro: ``simulate`` with the default input generator (xoshiro256++ lanes + ziggurat),
+     on the C kernel (solvers/sim/ckernel.py; K < 32) or numba's column kernel (K = 40);
    - float32: ``simulate(generator="float32")``, the same lanes, two float32 inverse-CDF
-     normals per word;
+     normals per word, same kernels;
+   - numba kernel: the same two with the C kernel switched off (what runs without a
+     compiler; the C kernel's same-run speed-up);
    - pcg64:   ``simulate(generator="numpy")``, NumPy's PCG64 stream drawn inside the kernel;
    - naive:   ``naive_simulate(generator="numpy")``, one NumPy iteration per sample;
    - floor:   drawing the N inputs of a step alone (and the scale multiply), in a compiled
-     loop, with the generator of the column before: no step loop with it can beat it.
-2. Whole command: ``scaling-odes simulate`` (a fresh process: interpreter, imports, cached
-   kernels, set-up, records, JSON) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
+     loop (the C kernel's), per generator: no step loop with it can beat it.
+2. Whole command: ``scaling-odes simulate`` (a fresh process: interpreter, imports, the cached
+   C library, set-up, records, JSON) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
    with the default generator and with ``generator = "float32"``, steps / wall time, against the
    naive loop's rate measured in the same round.
 3. Seeds x cores: 8 seeds, ``simulate_many(n_jobs=2)`` (threads) vs ``n_jobs=1`` (one after the
@@ -28,6 +31,7 @@ this thread's CPU time (what one core does when the machine is shared).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -44,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from machine_info import cpu_name, load_avg  # noqa: E402
-from solvers.sim import normals  # noqa: E402
+from solvers.sim import ckernel, normals  # noqa: E402
 from solvers.sim.simulate import naive_simulate, simulate, simulate_many  # noqa: E402
 
 CASES = [(256, 2), (1024, 2), (7000, 2), (256, 40), (1024, 40), (7000, 40)]
@@ -62,24 +66,43 @@ def _config(N, K, steps, L=8):
                 alphas=[steps / N])
 
 
-def _floor_rate(N, steps, kind="ziggurat"):
-    """Steps/s (wall, CPU) of drawing N scaled normals per step with the xoshiro lanes and the
-    ziggurat or the float32 transform."""
+def _floor_rate(N, steps, generator="xoshiro"):
+    """Steps/s (wall, CPU) of drawing N scaled normals per step and nothing else, with the
+    kernel that runs that generator's steps (the C kernel's draw loop; numba's without it)."""
+    state = normals.seed_state(0)
+    s, z = np.linspace(0.5, 2.0, N), np.empty(N)
+    ck = ckernel.kernel()
+    if ck is not None:
+        ck.draw_only(generator, state, s, z, 1)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        ck.draw_only(generator, state, s, z, steps)
+        return steps / (time.perf_counter() - t0), steps / (time.thread_time() - c0)
     from numba import njit
 
-    fill = normals.fill_normals if kind == "ziggurat" else normals.fill_normals_f32
+    fill = normals.fill_normals if generator == "xoshiro" else normals.fill_normals_f32
 
     @njit(nogil=True)
     def draw_only(state, bits, s, z, n):
         for _ in range(n):
             fill(state, bits, s, z)
 
-    state = normals.seed_state(0)
-    bits, s, z = np.empty(2 * N, np.uint64), np.linspace(0.5, 2.0, N), np.empty(N)
+    bits = np.empty(2 * N, np.uint64)
     draw_only(state, bits, s, z, 1)
     t0, c0 = time.perf_counter(), time.thread_time()
     draw_only(state, bits, s, z, steps)
     return steps / (time.perf_counter() - t0), steps / (time.thread_time() - c0)
+
+
+@contextlib.contextmanager
+def numba_kernels():
+    """Run simulate on the numba kernels (as without a C compiler), for the same-run ratio."""
+    saved = dict(ckernel._state)
+    ckernel._state["kernel"] = None
+    try:
+        yield
+    finally:
+        ckernel._state.clear()
+        ckernel._state.update(saved)
 
 
 def _step_rates(fn, **kw):
@@ -103,6 +126,8 @@ def step_loop_table(repeat, div):
     for N, K in CASES:     # compile / load every kernel first
         for g in ("xoshiro", "numpy", "float32"):
             simulate(seed=0, generator=g, **_config(N, K, 8))
+            with numba_kernels():
+                simulate(seed=0, generator=g, **_config(N, K, 8))
     _floor_rate(64, 1)
     _floor_rate(64, 1, "float32")
     for _ in range(repeat):
@@ -112,10 +137,13 @@ def step_loop_table(repeat, div):
             for name, fn, kw in (
                     ("xoshiro", simulate, _config(N, K, steps)),
                     ("float32", simulate, dict(_config(N, K, steps), generator="float32")),
+                    ("xoshiro-numba", simulate, _config(N, K, steps)),
+                    ("float32-numba", simulate, dict(_config(N, K, steps), generator="float32")),
                     ("pcg64", simulate, dict(_config(N, K, steps), generator="numpy")),
                     ("naive", naive_simulate, dict(_config(N, K, naive_steps),
                                                    generator="numpy"))):
-                rate = _step_rates(fn, **kw)
+                with numba_kernels() if name.endswith("-numba") else contextlib.nullcontext():
+                    rate = _step_rates(fn, **kw)
                 rows.setdefault((N, K, name), []).append((*rate, load1()))
             rows.setdefault((N, K, "floor"), []).append((*_floor_rate(N, steps), load1()))
             rows.setdefault((N, K, "floor32"), []).append(
@@ -209,19 +237,24 @@ def main(argv=None):
     if "steps" in parts:
         best = step_loop_table(args.repeat, div)
         print("Step loop, steps/s: best of the interleaved rounds, wall | per CPU-second; "
-              "load = 1-min load average over the rounds.  floor = drawing the inputs alone.\n")
-        print("| N | K=M | xoshiro (wall \\| CPU) | float32 (wall \\| CPU) | PCG64 in kernel "
-              "| naive NumPy loop | floor: draw only (ziggurat \\| float32, CPU) "
-              "| xoshiro / naive (CPU) | float32 / naive (CPU) | floor / step (CPU: ziggurat, "
-              "float32) | load |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        keys = ("xoshiro", "float32", "pcg64", "naive", "floor", "floor32")
+              "load = 1-min load average over the rounds.  floor = drawing the inputs alone.  "
+              f"C kernel: {'yes' if ckernel.kernel() is not None else 'NO (numba only)'} "
+              "(rows layout, K < 32; K = 40 runs numba's column kernel in every column).\n")
+        print("| N | K=M | xoshiro (wall \\| CPU) | float32 (wall \\| CPU) "
+              "| numba kernel: xoshiro \\| float32 (CPU) | PCG64 in kernel (CPU) "
+              "| naive NumPy loop (CPU) | floor: draw only (ziggurat \\| float32, CPU) "
+              "| xoshiro / naive | float32 / naive | C / numba (xoshiro, float32) "
+              "| step / floor (ziggurat, float32) | load |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        keys = ("xoshiro", "float32", "xoshiro-numba", "float32-numba", "pcg64", "naive",
+                "floor", "floor32")
         for N, K in CASES:
-            x, x32, p, n, f, f32 = (best[(N, K, k)] for k in keys)
+            x, x32, xn, x32n, p, n, f, f32 = (best[(N, K, k)] for k in keys)
             loads = [v for k in keys for v in best[(N, K, k)][2:]]
             print(f"| {N} | {K} | {x[0]:,.0f} \\| {x[1]:,.0f} | {x32[0]:,.0f} \\| {x32[1]:,.0f} "
-                  f"| {p[0]:,.0f} \\| {p[1]:,.0f} | {n[0]:,.0f} \\| {n[1]:,.0f} "
+                  f"| {xn[1]:,.0f} \\| {x32n[1]:,.0f} | {p[1]:,.0f} | {n[1]:,.0f} "
                   f"| {f[1]:,.0f} \\| {f32[1]:,.0f} | {x[1] / n[1]:.1f}x | {x32[1] / n[1]:.1f}x "
+                  f"| {x[1] / xn[1]:.2f}, {x32[1] / x32n[1]:.2f} "
                   f"| {f[1] / x[1]:.2f}, {f32[1] / x32[1]:.2f} | {min(loads):.1f}-{max(loads):.1f} |")
         print()
 

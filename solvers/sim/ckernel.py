@@ -58,6 +58,7 @@ class CKernel:
                 ("sgd_init", ctypes.c_int, [p, p, p, ctypes.c_int, ctypes.c_uint32, f64, f64,
                                             p, p, p, p, p, f64]),
                 ("sgd_fill", None, [ctypes.c_int, p, p, p, i64, p]),
+                ("sgd_draw_only", None, [ctypes.c_int, p, p, p, i64, i64, p]),
                 ("sgd_transform_f32", None, [p, p, i64]),
                 ("sgd_work_size", i64, [i64, i64, i64]),
                 ("sgd_rows", i64, [ctypes.c_int, p, p, p, p, i64, i64, i64, i64, f64,
@@ -79,6 +80,15 @@ class CKernel:
         recs = np.empty(self._lib.sgd_work_size(len(z), 0, 0), dtype=np.uint64)
         self._lib.sgd_fill(GEN_CODE[generator], _ptr(state), _ptr(scale), _ptr(z), len(z),
                            _ptr(recs))
+
+    def draw_only(self, generator, state, scale, z, reps):
+        """``reps`` samples drawn into z and nothing else (the benchmark's floor)."""
+        _check(state, np.uint64)
+        _check(scale, np.float64, len(z))
+        _check(z, np.float64)
+        recs = np.empty(self._lib.sgd_work_size(len(z), 0, 0), dtype=np.uint64)
+        self._lib.sgd_draw_only(GEN_CODE[generator], _ptr(state), _ptr(scale), _ptr(z), len(z),
+                                reps, _ptr(recs))
 
     def transform(self, h, z):
         """z[a] = normal(h[a]) for 32-bit words h (no scale): the float32 transform."""

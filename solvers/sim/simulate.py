@@ -53,12 +53,21 @@ the reference stream, a PCG64 Generator on child 3, drawn exactly as ``rng.stand
 would (numba implements NumPy's ziggurat bit for bit); ``generator="float32"`` uses the same
 lanes with a float32 inverse-CDF transform, two normals per 64-bit word.  ``naive_simulate`` draws the same stream
 as ``simulate`` for either choice.  Record points, chunking and the progress bar never change
-the stream, hence the trajectory.  No reduction depends on threads or scheduling; the row
-kernel's dot products are vectorised with reassociation allowed (see ``_dot_simd``), so their
+the stream, hence the trajectory.  No reduction depends on threads or scheduling; the
+kernels' dot products are vectorised (see ``kernels._dot_simd`` and csrc/sgd_rows.c), so their
 order is fixed by the compiled code: the same seed gives a bit-identical trajectory on the same
-machine, in this process or in a thread of ``simulate_many``.  One step loop (``_steps``) serves
-two weight layouts (rows for K < _COLUMN_KERNEL_MIN_K, columns from there on); they differ only
-in rounding, and the choice depends on K alone.
+machine with the same kernel, in this process or in a thread of ``simulate_many``.
+
+Kernels
+-------
+The xoshiro generators with the row layout (K < _COLUMN_KERNEL_MIN_K) run a C kernel
+(``solvers/sim/ckernel.py``, compiled on first use and cached), which draws, updates and sums
+in one pass per step; everything else (the column layout, NumPy's stream, and any case when no
+C compiler is found or ``SCALING_ODES_NO_CKERNEL=1``) runs the numba kernels
+(``solvers/sim/kernels.py``, one step loop ``_steps`` for both layouts).  All of them draw the
+same normals bit for bit; they sum the fields in different orders, so they agree to rounding
+(tests/test_ckernel.py: 1e-13 relative over thousands of steps), and so do the two layouts.
+Which kernel runs depends on K and on the machine, never on the record grid or on threads.
 """
 from __future__ import annotations
 

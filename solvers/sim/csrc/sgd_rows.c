@@ -368,6 +368,16 @@ void sgd_fill(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
     redo_flagged(gen, st, recs, nrec, scale, z, NULL);
 }
 
+/* reps samples of n normals drawn into the same z, nothing else: the floor of a step's cost
+ * (bench/bench_simulate.py) */
+void sgd_draw_only(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
+                   int64_t reps, uint64_t *recs) {
+    for (int64_t r = 0; r < reps; r++) {
+        sgd_fill(gen, st, scale, z, n, recs);
+        __asm__ volatile("" ::: "memory"); /* every sample is drawn and stored */
+    }
+}
+
 /* z[a] = normal(h[a]) for given 32-bit words, unscaled, GEN_F32 (the exhaustive test) */
 void sgd_transform_f32(const uint32_t *h, double *z, int64_t n) {
     central_t C;
