@@ -10,9 +10,12 @@ this thread's CPU time (what one core does when the machine is shared).
 
 1. Step loop, N in {256, 1024, 7000}, K = M in {2, 40} (erf, L = 8, eta = 0.1):
    - xoshiro: ``simulate`` with the default input generator (xoshiro256++ lanes + ziggurat),
-     on the C kernel (solvers/sim/ckernel.py; K < 32) or numba's column kernel (K = 40);
+     on the C kernel (solvers/sim/ckernel.py; K < 32) or numba's column kernel (K = 40), one
+     thread (the per-core rate);
    - float32: ``simulate(generator="float32")``, the same lanes, two float32 inverse-CDF
      normals per word, same kernels;
+   - 2 threads: the same two, one run's steps on two threads (the C kernel's default from
+     N = 512 with a free second CPU; wall-clock rate);
    - numba kernel: the same two with the C kernel switched off (what runs without a
      compiler; the C kernel's same-run speed-up);
    - pcg64:   ``simulate(generator="numpy")``, NumPy's PCG64 stream drawn inside the kernel;
@@ -20,7 +23,7 @@ this thread's CPU time (what one core does when the machine is shared).
    - floor:   drawing the N inputs of a step alone (and the scale multiply), in a compiled
      loop (the C kernel's), per generator: no step loop with it can beat it.
 2. Whole command: ``scaling-odes simulate`` (a fresh process: interpreter, imports, the cached
-   C library, set-up, records, JSON) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
+   C library, set-up, records, JSON; two threads, the default on an idle 2-CPU machine) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
    with the default generator and with ``generator = "float32"``, steps / wall time, against the
    naive loop's rate measured in the same round.
 3. Seeds x cores: 8 seeds, ``simulate_many(n_jobs=2)`` (threads) vs ``n_jobs=1`` (one after the
@@ -135,8 +138,12 @@ def step_loop_table(repeat, div):
             steps = max(200, int(WORK / div / (N * 2 * K)))
             naive_steps = max(50, steps // 40)
             for name, fn, kw in (
-                    ("xoshiro", simulate, _config(N, K, steps)),
-                    ("float32", simulate, dict(_config(N, K, steps), generator="float32")),
+                    ("xoshiro", simulate, dict(_config(N, K, steps), threads=1)),
+                    ("float32", simulate, dict(_config(N, K, steps), generator="float32",
+                                               threads=1)),
+                    ("xoshiro-2t", simulate, dict(_config(N, K, steps), threads=2)),
+                    ("float32-2t", simulate, dict(_config(N, K, steps), generator="float32",
+                                                  threads=2)),
                     ("xoshiro-numba", simulate, _config(N, K, steps)),
                     ("float32-numba", simulate, dict(_config(N, K, steps), generator="float32")),
                     ("pcg64", simulate, dict(_config(N, K, steps), generator="numpy")),
@@ -241,17 +248,19 @@ def main(argv=None):
               f"C kernel: {'yes' if ckernel.kernel() is not None else 'NO (numba only)'} "
               "(rows layout, K < 32; K = 40 runs numba's column kernel in every column).\n")
         print("| N | K=M | xoshiro (wall \\| CPU) | float32 (wall \\| CPU) "
+              "| 2 threads: xoshiro \\| float32 (wall) "
               "| numba kernel: xoshiro \\| float32 (CPU) | PCG64 in kernel (CPU) "
               "| naive NumPy loop (CPU) | floor: draw only (ziggurat \\| float32, CPU) "
               "| xoshiro / naive | float32 / naive | C / numba (xoshiro, float32) "
               "| step / floor (ziggurat, float32) | load |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-        keys = ("xoshiro", "float32", "xoshiro-numba", "float32-numba", "pcg64", "naive",
-                "floor", "floor32")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        keys = ("xoshiro", "float32", "xoshiro-2t", "float32-2t", "xoshiro-numba",
+                "float32-numba", "pcg64", "naive", "floor", "floor32")
         for N, K in CASES:
-            x, x32, xn, x32n, p, n, f, f32 = (best[(N, K, k)] for k in keys)
+            x, x32, x2, x322, xn, x32n, p, n, f, f32 = (best[(N, K, k)] for k in keys)
             loads = [v for k in keys for v in best[(N, K, k)][2:]]
             print(f"| {N} | {K} | {x[0]:,.0f} \\| {x[1]:,.0f} | {x32[0]:,.0f} \\| {x32[1]:,.0f} "
+                  f"| {x2[0]:,.0f} \\| {x322[0]:,.0f} "
                   f"| {xn[1]:,.0f} \\| {x32n[1]:,.0f} | {p[1]:,.0f} | {n[1]:,.0f} "
                   f"| {f[1]:,.0f} \\| {f32[1]:,.0f} | {x[1] / n[1]:.1f}x | {x32[1] / n[1]:.1f}x "
                   f"| {x[1] / xn[1]:.2f}, {x32[1] / x32n[1]:.2f} "

@@ -189,3 +189,70 @@ def test_the_c_path_does_not_start_numba(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd=tmp_path, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# One run on two threads (csrc/sgd_rows.c: the coordinates cut in two parts whose sums are kept
+# apart with one thread too, so the bits do not depend on the threads)
+# ---------------------------------------------------------------------------------------------
+
+THREAD_CASES = {
+    **CASES,
+    "erf K2 M2 N1024": dict(activation="erf", K=2, M=2, N=1024, L=16, beta=1.0, eta=0.2,
+                            sigma_J=0.1, alphas=[0, 0.5, 8]),
+}
+
+
+@needs_cc
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+@pytest.mark.parametrize("case", list(THREAD_CASES))
+def test_two_threads_give_the_same_bits(kernel, case, generator):
+    kw = {**THREAD_CASES[case], "generator": generator}
+    one, two = simulate(seed=6, threads=1, **kw), simulate(seed=6, threads=2, **kw)
+    assert (one.kernel, one.threads, two.kernel, two.threads) == ("c", 1, "c", 2)
+    for f in ("J_final", "R1", "Q1", "eps_g"):
+        assert np.array_equal(getattr(one, f), getattr(two, f)), f
+
+
+@needs_cc
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+def test_two_threads_stop_at_the_same_step(kernel, generator):
+    kw = dict(activation="linear", K=1, M=1, N=1024, L=4, beta=1.0, eta=40.0, sigma_J=1.0,
+              seed=0, alphas=[2], generator=generator)
+    messages = []
+    for threads in (1, 2):
+        with pytest.raises(FloatingPointError) as err:
+            simulate(threads=threads, **kw)
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("bad", [0, 3, True, 1.0, "2"])
+def test_threads_must_be_one_or_two(bad):
+    with pytest.raises(ValueError, match="threads must be 1, 2 or None"):
+        simulate(seed=0, threads=bad, **CASES["erf K2 M3 N32"])
+
+
+@needs_cc
+def test_default_threads(kernel, monkeypatch):
+    """Two threads by default only from N = 512, with a second CPU free for this call."""
+    import threading
+
+    from solvers.hierarchy import background
+    from solvers.sim import simulate as sim
+    kw = {**THREAD_CASES["erf K2 M2 N1024"], "alphas": [0, 1]}
+    monkeypatch.setattr(background, "available_cpus", lambda: 2)
+    assert simulate(seed=0, **kw).threads == 2
+    assert simulate(seed=0, **{**kw, "N": 256}).threads == 1          # below _TWO_THREAD_MIN_N
+    assert simulate(seed=0, **{**kw, "generator": "numpy"}).kernel == "numba"
+    box = []
+    worker = threading.Thread(target=lambda: box.append(simulate(seed=0, **kw).threads))
+    worker.start()
+    worker.join()
+    assert box == [1]                                                  # simulate_many's threads
+    monkeypatch.setenv("SCALING_ODES_SERIAL", "1")
+    assert simulate(seed=0, **kw).threads == 1
+    monkeypatch.delenv("SCALING_ODES_SERIAL")
+    monkeypatch.setattr(background, "available_cpus", lambda: 1)
+    assert simulate(seed=0, **kw).threads == 1
+    assert sim._TWO_THREAD_MIN_N == 512

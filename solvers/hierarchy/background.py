@@ -14,7 +14,8 @@ whole process group; the parent answers it by terminating the child) and dies wi
 ``Background`` joins the child: no zombies.
 
 ``SCALING_ODES_SERIAL=1`` (or one CPU in the affinity mask, no ``fork``, a worker process or
-thread, e.g. of a sweep) turns it off.
+thread, e.g. of a sweep) turns it off; the simulator's two-thread step loop follows the same
+rule (``parallel_allowed``).
 """
 from __future__ import annotations
 
@@ -39,20 +40,24 @@ def available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def concurrent_allowed() -> bool:
-    """Whether a second run may go to a child process: not switched off, two CPUs, ``fork``,
-    and called from the main thread of a main process — a sweep's worker processes (daemonic
-    under dask, which may not have children) and threads already run in parallel, and forking a
-    thread other than the main one invites deadlocks."""
+def parallel_allowed() -> bool:
+    """Whether this call may use a second CPU: not switched off (``SCALING_ODES_SERIAL=1``), two
+    CPUs in the affinity mask, and the main thread of a main process — a sweep's worker
+    processes and threads (``simulate_many``'s) already run in parallel."""
     if os.environ.get(SERIAL_ENV, "").strip() not in ("", "0"):
-        return False
-    if "fork" not in multiprocessing.get_all_start_methods():
         return False
     if threading.current_thread() is not threading.main_thread():
         return False
     if multiprocessing.parent_process() is not None or multiprocessing.current_process().daemon:
         return False
     return available_cpus() >= 2
+
+
+def concurrent_allowed() -> bool:
+    """Whether a second run may go to a child process: ``parallel_allowed`` and ``fork`` (a
+    daemonic dask worker may not have children; forking a thread other than the main one
+    invites deadlocks)."""
+    return parallel_allowed() and "fork" in multiprocessing.get_all_start_methods()
 
 
 def _die_with_parent():

@@ -34,7 +34,7 @@ SOURCE = Path(__file__).with_name("csrc") / "sgd_rows.c"
 # -ffp-contract=off: only the explicit fused multiply-adds of the source are fused, so the
 # normals are those of the numba kernel bit for bit (tests/test_ckernel.py).
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing",
-          "-shared", "-fPIC")
+          "-pthread", "-shared", "-fPIC")
 
 _P = np.array([np.float32(c) for c in _T.CENTRAL_P], dtype=np.float32)
 _Q = np.array([np.float32(c) for c in _T.CENTRAL_Q], dtype=np.float32)
@@ -61,8 +61,9 @@ class CKernel:
                 ("sgd_draw_only", None, [ctypes.c_int, p, p, p, i64, i64, p]),
                 ("sgd_transform_f32", None, [p, p, i64]),
                 ("sgd_work_size", i64, [i64, i64, i64]),
-                ("sgd_rows", i64, [ctypes.c_int, p, p, p, p, i64, i64, i64, i64, f64,
-                                   ctypes.c_int, i64, p, p, p, p])):
+                ("sgd_rows", i64, [ctypes.c_int, ctypes.c_int, p, p, p, p, i64, i64, i64, i64,
+                                   f64, ctypes.c_int, i64, p, p, p, p,
+                                   ctypes.POINTER(ctypes.c_double)])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         tables = [np.ascontiguousarray(t) for t in (_Z._KI, _Z._WS, _Z._X, _Z._RATIO, _Z._F)]
@@ -99,14 +100,21 @@ class CKernel:
     def work(self, N, K, M):
         return np.empty(self._lib.sgd_work_size(N, K, M))
 
-    def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work):
-        """As kernels._steps for the row layout; returns -1 or the step at which a field
-        became non-finite.  The arrays are used as they are (simulate checks them once)."""
+    def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work,
+              threads=1):
+        """As kernels._steps for the row layout, on 1 or 2 threads (the same bits either way);
+        returns (-1 or the step at which a field became non-finite, the second thread's CPU
+        seconds).  The arrays are used as they are (simulate checks them once)."""
         K, N = J.shape
         M = B.shape[0]
-        return self._lib.sgd_rows(GEN_CODE[generator], _ptr(state), _ptr(J), _ptr(B),
-                                  _ptr(scale), N, n_tr, K, M, eta, act, n_steps, _ptr(z),
-                                  _ptr(x), _ptr(y), _ptr(work))
+        cpu = ctypes.c_double(0.0)
+        r = self._lib.sgd_rows(GEN_CODE[generator], threads, _ptr(state), _ptr(J), _ptr(B),
+                               _ptr(scale), N, n_tr, K, M, eta, act, n_steps, _ptr(z),
+                               _ptr(x), _ptr(y), _ptr(work), ctypes.byref(cpu))
+        if r == -2:
+            raise MemoryError("the C step kernel could not allocate its work space or start "
+                              "its second thread")
+        return r, cpu.value
 
 
 def _check(a, dtype, n=None):

@@ -107,6 +107,9 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # K=4 222k vs 128k, K=8 127k vs 109k, K=16 83k vs 60k; N=512 K=40 51k vs 46k; N=256 K=40 110k vs
 # 113k; N=7000 K=40 1430 vs 1520.  (The tests lower it to 8 to exercise both kernels cheaply.)
 _COLUMN_KERNEL_MIN_K = 32
+# From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
+# it the per-step exchange between the cores (~0.1 us) is not paid back.
+_TWO_THREAD_MIN_N = 512
 # Steps per kernel call: only sets how often the progress bar moves (about 10^7 multiply-adds).
 _CALL_WORK = 1 << 23
 # Held-out samples per batch, bounded in memory (about 8 MB of inputs).
@@ -126,12 +129,14 @@ class SimulationResult:
     seed, N      as given
     steps_per_second  SGD steps per wall-clock second inside the stepping loop (excludes set-up,
                  records and held-out estimates)
-    steps_per_cpu_second  the same per second of this thread's CPU time (what one core does
-                 when others share the machine; NaN where the OS has no thread clock)
+    steps_per_cpu_second  the same per second of CPU time of the stepping threads (this one,
+                 and the C kernel's second one when ``threads`` is 2; what the cores do when
+                 others share the machine; NaN where the OS has no thread clock)
     eps_g_holdout  Monte-Carlo estimate of eps_g on ``eps_holdout`` fresh samples per alpha, or None
     J_final      (K, N) student weights at the last alpha *in the eigenbasis* (J~ = J W)
     config       the remaining arguments (activation, K, M, eta, sigma_J, rotate, n_trainable,
                  untrainable, eps_holdout)
+    kernel, threads  the step loop that ran ("c" or "numba") and its threads (1 or 2)
     """
 
     alpha: np.ndarray
@@ -148,6 +153,8 @@ class SimulationResult:
     steps_per_cpu_second: float = float("nan")
     J_final: np.ndarray | None = None
     config: dict = field(default_factory=dict)
+    kernel: str = "numba"      # which step loop ran: "c" (ckernel.py) or "numba" (kernels.py)
+    threads: int = 1           # threads of that step loop
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,9 +458,20 @@ def _progress_bar(enabled, total):
                 desc="SGD", leave=False)
 
 
-def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y):
-    """Draw the first sample into (z, x, y) and return run(n): n SGD steps in place, returning
-    -1 or the step at which a field became non-finite.
+def _threads(st: _Setup, threads):
+    """Threads of the C step loop: 1 or 2 as asked; None = 2 when a second CPU is free for this
+    call (background.parallel_allowed: not in simulate_many's threads or a sweep's workers, not
+    SCALING_ODES_SERIAL=1) and N >= _TWO_THREAD_MIN_N."""
+    if threads is not None:
+        return threads
+    from solvers.hierarchy.background import parallel_allowed
+    return 2 if st.N >= _TWO_THREAD_MIN_N and parallel_allowed() else 1
+
+
+def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y, threads):
+    """Draw the first sample into (z, x, y) and return (run, (kernel, threads)): run(n) does n
+    SGD steps in place and returns (-1 or the step at which a field became non-finite, CPU
+    seconds of a second thread).
 
     The xoshiro generators ("xoshiro", "float32") with the row layout run the C kernel
     (solvers/sim/ckernel.py) when it is available; NumPy's stream, the column layout and the
@@ -469,13 +487,14 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
             x[:] = (Jw @ z) * isq
             y[:] = (Bw @ z) * isq
             work = ck.work(st.N, st.K, st.M)
-            return lambda n: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta, act,
-                                      n, z, x, y, work)
+            nth = _threads(st, threads)
+            return (lambda n: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta, act,
+                                       n, z, x, y, work, nth)), ("c", nth)
     from solvers.sim import kernels
     gen = _GEN_CODE[st.generator]
     kernels._prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
-    return lambda n: kernels._steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr, st.eta,
-                                    act, n, z, x, y, columns)
+    return (lambda n: (kernels._steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr,
+                                      st.eta, act, n, z, x, y, columns), 0.0)), ("numba", 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -484,7 +503,8 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
 
 def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
              eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0, progress=False,
-             J0=None, B0=None, untrainable="zero", generator="xoshiro") -> SimulationResult:
+             J0=None, B0=None, untrainable="zero", generator="xoshiro",
+             threads=None) -> SimulationResult:
     """Online SGD of the soft committee machine at finite N, in compiled kernels (C for the
     xoshiro generators with K < 32 when a C compiler is available, numba otherwise).
 
@@ -507,8 +527,13 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     (the same lanes, two float32 inverse-CDF normals per word: ~1.4x the default's step rate
     at N = 1024; float32 resolution, |z| < 5.42) or "numpy" (NumPy's PCG64 stream, the
     reference).  The weights, the rotation and the held-out samples do not depend on it.
+    threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
+    None (default) takes 2 when a second CPU is free for this call and N >= 512.
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
+                                or threads not in (1, 2)):
+        raise ValueError(f"threads must be 1, 2 or None, got {threads!r}")
     st = _validate(activation=activation, K=K, M=M, N=N, eta=eta, sigma_J=sigma_J, seed=seed,
                    alphas=alphas, L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
                    n_trainable=n_trainable, untrainable=untrainable, eps_holdout=eps_holdout,
@@ -527,7 +552,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     else:
         Jw, Bw = Jt, Bt
     z, x, y = np.empty(st.N), np.empty(st.K), np.empty(st.M)
-    run = _stepper(st, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y)
+    run, (kernel_name, n_threads) = _stepper(st, act, columns, g_data, state, bits, Jw, Bw,
+                                             scale, z, x, y, threads)
 
     per_call = max(1, _CALL_WORK // (st.N * (st.K + st.M)))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
@@ -537,9 +563,9 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
             while done < target:
                 n = int(min(per_call, target - done))
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = run(n)
+                bad, helper_cpu = run(n)
                 stepping_time += time.perf_counter() - t0
-                stepping_cpu += _thread_time() - c0
+                stepping_cpu += _thread_time() - c0 + helper_cpu
                 if bad >= 0:
                     raise _blowup(done + bad, st.N)
                 done += n
@@ -557,6 +583,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     J_final = np.array(Jw.T if columns else Jw)
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J_final)
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    res.kernel, res.threads = kernel_name, n_threads
     return res
 
 
@@ -672,10 +699,12 @@ def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
     n_jobs = _available_cpus() if n_jobs is None else _positive_int("n_jobs", n_jobs)
     n_jobs = min(n_jobs, len(seeds))
     progress = bool(kwargs.pop("progress", False))
+    threads = kwargs.pop("threads", 1)   # per seed: the parallelism is over seeds
     # Validate once here so that bad input fails fast, with the message of simulate itself.
     _validate(seed=seeds[0], **kwargs)
     from tqdm.auto import tqdm
 
+    kwargs["threads"] = threads
     if n_jobs == 1:
         return [simulate(seed=s, **kwargs) for s in tqdm(seeds, disable=not progress)]
     results = [None] * len(seeds)

@@ -77,6 +77,7 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "sigma_J": cfg["sigma_J"], "rotate": cfg["rotate"], "n_trainable": cfg["n_trainable"],
         "untrainable": cfg["untrainable"], "eps_holdout": cfg["eps_holdout"],
         "generator": cfg["generator"], "version": __version__,
+        "kernel": res.kernel, "threads": res.threads,
     }
     if wall_s is not None:
         out["meta"]["wall_s"] = wall_s

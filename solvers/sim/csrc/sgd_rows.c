@@ -25,8 +25,13 @@
  * kernel's in another order: trajectories agree to rounding, not bitwise.
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
@@ -419,120 +424,339 @@ static inline double hsum8(v8d v) {
     return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
 
-/* 64-bit words of work space: sgd_rows needs sgd_work_size(N, K, M), sgd_fill REC (n/32 + 1) */
+/* 64-bit words of work space the Python side passes: sgd_rows needs N (the second sample
+ * buffer), sgd_fill REC (n/32 + 1) (the records) */
 int64_t sgd_work_size(int64_t N, int64_t K, int64_t M) {
-    return N + REC * (N / CHUNK + 1) + 9 * (K + M) + K + 8;
+    (void)K;
+    (void)M;
+    return N + REC * (N / CHUNK + 1) + 8;
 }
 
-static inline __attribute__((always_inline)) int64_t rows(
-        const int gen, uint64_t *st, double *J, const double *B, const double *scale, int64_t N,
-        int64_t n_tr, int64_t K, int64_t M, double eta, int act, int64_t n_steps, double *z,
-        double *x, double *y, double *work) {
-    const double sqM = sqrt((double)M), isq = 1.0 / sqrt((double)N);
-    const double coef = eta * (sqM / K) / sqrt((double)N);
-    const int64_t KM = K + M;
-    double *zn = work;
-    uint64_t *recs = (uint64_t *)(work + N);
-    double *acc_mem = work + N + REC * (N / CHUNK + 1);
-    v8d *acc = (v8d *)acc_mem;
-    double *corr = acc_mem + 8 * KM;
-    double *c = corr + KM;
-    double *z_in = z;
-    int64_t bad = -1;
-    central_t C;
-    central_load(&C);
+/* ---- one step, in two halves -------------------------------------------------------------
+ * The coordinates are cut at H = 32 floor(N/64): part 0 = [0, H), part 1 = [H, N) with the
+ * N mod 32 remainder.  Each part's fields are summed on their own, x = (S_0 + S_1)/sqrt(N), and
+ * its flagged words are redone in its own records.  With one thread the parts run one after the
+ * other; with two, each thread runs one part (its own copy of the lanes skips the other part's
+ * words without transforming them), so the sums, hence the trajectory, are the same bits either
+ * way.  Only the part sums (and, for the ziggurat, the repair lane: part 0's redraws come first
+ * in the stream) cross between the threads, once per step. */
 
-    for (int64_t t = 0; t < n_steps; t++) {
-        double sig = 0.0, zeta = 0.0;
-        int finite = 1;
-        for (int64_t i = 0; i < K; i++) {
-            if (!isfinite(x[i])) { finite = 0; break; }
-            sig += g_act(act, x[i]);
-        }
-        for (int64_t n = 0; n < M && finite; n++) zeta += g_act(act, y[n]);
-        double delta = finite ? zeta / sqM - sig * (sqM / K) : NAN;
-        if (!isfinite(delta)) { bad = t; break; }
-        for (int64_t i = 0; i < K; i++) c[i] = coef * delta * gprime_act(act, x[i]);
-        for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
+typedef struct {
+    int gen, act, nth;
+    int64_t N, n_tr, K, M, n_steps, H;
+    double eta;
+    double *J;
+    const double *B, *scale;
+    double *buf[2]; /* the current and the next sample, swapped each step */
+    /* exchange between the threads, double-buffered by the parity of the step */
+    double *part[2][2];         /* [part][parity] -> K + M sums */
+    uint64_t rep[2][2][4];      /* [part][parity] repair lane after that part's redraws */
+    _Atomic int64_t posted[2];  /* steps whose sums (and repair lane) part p has posted */
+    _Atomic int64_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
+    _Atomic int64_t stop;       /* set by a thread that finds a non-finite field */
+} shared_t;
 
-        lanes_t L;
-        lanes_load(&L, st);
-        int64_t nrec = 0, a = 0;
-        for (; a + CHUNK <= N; a += CHUNK) {
-            v8d w[4];
-            /* the record is always written and kept only if a word is flagged: no branch */
-            uint64_t *rec = recs + REC * nrec;
-            uint32_t m = draw32(gen, &L, &C, scale + a, w, rec);
-            rec[32] = (uint64_t)a;
-            rec[33] = m;
-            nrec += (m != 0);
-            for (int q = 0; q < 4; q++) store8(zn + a + 8 * q, w[q]);
-            if (a + CHUNK <= n_tr) {
-                v8d z0 = load8(z + a), z1 = load8(z + a + 8), z2 = load8(z + a + 16), z3 = load8(z + a + 24);
-                for (int64_t i = 0; i < K; i++) {
-                    double *Ji = J + i * N + a;
-                    const double ci = c[i];
-                    v8d j0 = load8(Ji) + ci * z0, j1 = load8(Ji + 8) + ci * z1;
-                    v8d j2 = load8(Ji + 16) + ci * z2, j3 = load8(Ji + 24) + ci * z3;
-                    store8(Ji, j0); store8(Ji + 8, j1); store8(Ji + 16, j2); store8(Ji + 24, j3);
-                    acc[i] += (j0 * w[0] + j1 * w[1]) + (j2 * w[2] + j3 * w[3]);
-                }
-            } else {
-                for (int64_t i = 0; i < K; i++) {
-                    double *Ji = J + i * N;
-                    double s = 0.0;
-                    for (int64_t b = a; b < a + CHUNK; b++) {
-                        if (b < n_tr) Ji[b] += c[i] * z[b];
-                        s += Ji[b] * zn[b];
-                    }
-                    corr[i] += s;
-                }
-            }
-            for (int64_t n = 0; n < M; n++) {
-                const double *Bn = B + n * N + a;
-                acc[K + n] += (load8(Bn) * w[0] + load8(Bn + 8) * w[1]) + (load8(Bn + 16) * w[2] + load8(Bn + 24) * w[3]);
-            }
+typedef struct {                /* a thread's own memory */
+    uint64_t st[4 * SROW];      /* its copy of the lanes */
+    uint64_t *recs;
+    v8d *acc;
+    double *corr, *c, *x, *y;
+} local_t;
+
+static void spin_until(_Atomic int64_t *flag, int64_t value) {
+    int spins = 0;
+    while (atomic_load_explicit(flag, memory_order_acquire) < value) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (++spins > 4000) {   /* the other thread is not running: give its core back */
+            sched_yield();
+            spins = 0;
         }
-        lanes_store(&L, st);
-        if (a < N) { /* the last N mod 32 coordinates */
-            uint64_t *rec = recs + REC * nrec;
-            uint32_t m = draw_rest(gen, st, &C, scale + a, zn + a, N - a, rec);
-            rec[32] = (uint64_t)a;
-            rec[33] = m;
-            nrec += (m != 0);
+    }
+}
+
+/* advance the vector lanes through `chunks` blocks of 32 normals without using the words */
+static inline void skip_chunks(int gen, lanes_t *L, int64_t chunks) {
+    for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++) {
+        (void)lanes_next(L->s[0]);
+        (void)lanes_next(L->s[1]);
+    }
+}
+
+/* advance the scalar lanes as draw_rest does for n normals, without using the words */
+static void skip_rest(int gen, uint64_t *st, int64_t n) {
+    if (gen == GEN_F32)
+        for (int l = 0; 2 * l < n; l++) (void)next_raw(st, l);
+    else
+        for (int j = 0; j < n; j++) (void)next_raw(st, j % LANES);
+}
+
+/* Part p of one step: draw its normals into zn, update its coordinates of J with z, sum its
+ * fields of zn into T->acc / T->corr, record its flagged words.  With `skip`, the lanes also
+ * pass over the other part's words.  Returns the number of records. */
+static inline __attribute__((always_inline)) int64_t part_pass(
+        const int gen, const shared_t *S, local_t *T, const central_t *C, int p, int skip,
+        const double *z, double *zn) {
+    const int64_t N = S->N, n_tr = S->n_tr, K = S->K, M = S->M, KM = K + M;
+    const int64_t lo = p ? S->H : 0, hi_chunks = p ? N - (N - S->H) % CHUNK : S->H;
+    double *J = S->J;
+    const double *B = S->B, *scale = S->scale, *c = T->c;
+    v8d *acc = T->acc;
+    double *corr = T->corr;
+    for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
+    lanes_t L;
+    lanes_load(&L, T->st);
+    if (skip && p == 1) skip_chunks(gen, &L, S->H / CHUNK);
+    int64_t nrec = 0, a = lo;
+    for (; a < hi_chunks; a += CHUNK) {
+        v8d w[4];
+        /* the record is always written and kept only if a word is flagged: no branch */
+        uint64_t *rec = T->recs + REC * nrec;
+        uint32_t m = draw32(gen, &L, C, scale + a, w, rec);
+        rec[32] = (uint64_t)a;
+        rec[33] = m;
+        nrec += (m != 0);
+        for (int q = 0; q < 4; q++) store8(zn + a + 8 * q, w[q]);
+        if (a + CHUNK <= n_tr) {
+            v8d z0 = load8(z + a), z1 = load8(z + a + 8), z2 = load8(z + a + 16), z3 = load8(z + a + 24);
+            for (int64_t i = 0; i < K; i++) {
+                double *Ji = J + i * N + a;
+                const double ci = c[i];
+                v8d j0 = load8(Ji) + ci * z0, j1 = load8(Ji + 8) + ci * z1;
+                v8d j2 = load8(Ji + 16) + ci * z2, j3 = load8(Ji + 24) + ci * z3;
+                store8(Ji, j0); store8(Ji + 8, j1); store8(Ji + 16, j2); store8(Ji + 24, j3);
+                acc[i] += (j0 * w[0] + j1 * w[1]) + (j2 * w[2] + j3 * w[3]);
+            }
+        } else {
             for (int64_t i = 0; i < K; i++) {
                 double *Ji = J + i * N;
                 double s = 0.0;
-                for (int64_t b = a; b < N; b++) {
+                for (int64_t b = a; b < a + CHUNK; b++) {
                     if (b < n_tr) Ji[b] += c[i] * z[b];
                     s += Ji[b] * zn[b];
                 }
                 corr[i] += s;
             }
-            for (int64_t n = 0; n < M; n++) {
-                const double *Bn = B + n * N;
-                double s = 0.0;
-                for (int64_t b = a; b < N; b++) s += Bn[b] * zn[b];
-                corr[K + n] += s;
-            }
         }
-        fix_t F = {J, B, corr, N, K, M};
-        redo_flagged(gen, st, recs, nrec, scale, zn, &F);
-        for (int64_t i = 0; i < K; i++) x[i] = (hsum8(acc[i]) + corr[i]) * isq;
-        for (int64_t n = 0; n < M; n++) y[n] = (hsum8(acc[K + n]) + corr[K + n]) * isq;
-        double *tmp = z; z = zn; zn = tmp;
+        for (int64_t n = 0; n < M; n++) {
+            const double *Bn = B + n * N + a;
+            acc[K + n] += (load8(Bn) * w[0] + load8(Bn + 8) * w[1]) + (load8(Bn + 16) * w[2] + load8(Bn + 24) * w[3]);
+        }
     }
-    if (z != z_in) memcpy(z_in, z, (size_t)N * sizeof(double));
-    return bad;
+    if (skip && p == 0) skip_chunks(gen, &L, (N - S->H) / CHUNK);
+    lanes_store(&L, T->st);
+    int64_t rest = N - (N / CHUNK) * CHUNK;
+    if (p == 1 && rest) { /* the last N mod 32 coordinates */
+        a = N - rest;
+        uint64_t *rec = T->recs + REC * nrec;
+        uint32_t m = draw_rest(gen, T->st, C, scale + a, zn + a, rest, rec);
+        rec[32] = (uint64_t)a;
+        rec[33] = m;
+        nrec += (m != 0);
+        for (int64_t i = 0; i < K; i++) {
+            double *Ji = J + i * N;
+            double s = 0.0;
+            for (int64_t b = a; b < N; b++) {
+                if (b < n_tr) Ji[b] += c[i] * z[b];
+                s += Ji[b] * zn[b];
+            }
+            corr[i] += s;
+        }
+        for (int64_t n = 0; n < M; n++) {
+            const double *Bn = B + n * N;
+            double s = 0.0;
+            for (int64_t b = a; b < N; b++) s += Bn[b] * zn[b];
+            corr[K + n] += s;
+        }
+    } else if (p == 0 && skip && rest) {
+        skip_rest(gen, T->st, rest);
+    }
+    return nrec;
 }
 
-/* n_steps SGD steps on stream gen, weights in row layout J (K, N), B (M, N).  On entry z, x, y
- * hold the current sample and its fields, on exit the next ones.  Only coordinates a < n_tr
- * are updated.  Returns -1, or the step t at which a field was not finite. */
-int64_t sgd_rows(int gen, uint64_t *st, double *J, const double *B, const double *scale,
-                 int64_t N, int64_t n_tr, int64_t K, int64_t M, double eta, int act,
-                 int64_t n_steps, double *z, double *x, double *y, double *work) {
-    if (gen == GEN_F32)
-        return rows(GEN_F32, st, J, B, scale, N, n_tr, K, M, eta, act, n_steps, z, x, y, work);
-    return rows(GEN_ZIG, st, J, B, scale, N, n_tr, K, M, eta, act, n_steps, z, x, y, work);
+/* the part's sums after its flagged words are final */
+static inline void part_sums(const shared_t *S, local_t *T, double *out) {
+    for (int64_t r = 0; r < S->K + S->M; r++) out[r] = hsum8(T->acc[r]) + T->corr[r];
+}
+
+/* the error signal's coefficients c_i from the fields; 0 if a field is not finite */
+static inline int coefficients(const shared_t *S, local_t *T) {
+    const int64_t K = S->K, M = S->M;
+    const double sqM = sqrt((double)M);
+    const double coef = S->eta * (sqM / K) / sqrt((double)S->N);
+    double sig = 0.0, zeta = 0.0;
+    for (int64_t i = 0; i < K; i++) {
+        if (!isfinite(T->x[i])) return 0;
+        sig += g_act(S->act, T->x[i]);
+    }
+    for (int64_t n = 0; n < M; n++) zeta += g_act(S->act, T->y[n]);
+    double delta = zeta / sqM - sig * (sqM / K);
+    if (!isfinite(delta)) return 0;
+    for (int64_t i = 0; i < K; i++) T->c[i] = coef * delta * gprime_act(S->act, T->x[i]);
+    return 1;
+}
+
+static inline void new_fields(const shared_t *S, local_t *T, const double *s0, const double *s1) {
+    const double isq = 1.0 / sqrt((double)S->N);
+    for (int64_t i = 0; i < S->K; i++) T->x[i] = (s0[i] + s1[i]) * isq;
+    for (int64_t n = 0; n < S->M; n++) T->y[n] = (s0[S->K + n] + s1[S->K + n]) * isq;
+}
+
+static inline void fix_part(const int gen, const shared_t *S, local_t *T, int64_t nrec, double *zn) {
+    fix_t F = {S->J, S->B, T->corr, S->N, S->K, S->M};
+    redo_flagged(gen, T->st, T->recs, nrec, S->scale, zn, &F);
+}
+
+/* One thread doing both parts.  Returns -1 or the failing step. */
+static inline __attribute__((always_inline)) int64_t run_serial(const int gen, shared_t *S,
+                                                                 local_t *T) {
+    central_t C;
+    central_load(&C);
+    double *s0 = S->part[0][0], *s1 = S->part[1][0];
+    for (int64_t t = 0; t < S->n_steps; t++) {
+        if (!coefficients(S, T)) return t;
+        const double *z = S->buf[t & 1];
+        double *zn = S->buf[(t + 1) & 1];
+        int64_t nrec = part_pass(gen, S, T, &C, 0, 0, z, zn);
+        fix_part(gen, S, T, nrec, zn);
+        part_sums(S, T, s0);
+        nrec = part_pass(gen, S, T, &C, 1, 0, z, zn);
+        fix_part(gen, S, T, nrec, zn);
+        part_sums(S, T, s1);
+        new_fields(S, T, s0, s1);
+    }
+    return -1;
+}
+
+/* Thread p of two.  Returns -1 or the failing step (both threads find the same one). */
+static inline __attribute__((always_inline)) int64_t run_part(const int gen, shared_t *S,
+                                                               local_t *T, int p) {
+    central_t C;
+    central_load(&C);
+    const int q = 1 - p;
+    for (int64_t t = 0; t < S->n_steps; t++) {
+        if (!coefficients(S, T)) return t;
+        const int par = (int)(t & 1);
+        const double *z = S->buf[par];
+        double *zn = S->buf[1 - par];
+        int64_t nrec = part_pass(gen, S, T, &C, p, 1, z, zn);
+        if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
+            spin_until(&S->rep0_posted, t + 1);
+            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep[0][par][w];
+        }
+        fix_part(gen, S, T, nrec, zn);
+        if (gen == GEN_ZIG)
+            for (int w = 0; w < 4; w++) S->rep[p][par][w] = T->st[w * SROW + LANES];
+        if (gen == GEN_ZIG && p == 0) atomic_store_explicit(&S->rep0_posted, t + 1, memory_order_release);
+        part_sums(S, T, S->part[p][par]);
+        atomic_store_explicit(&S->posted[p], t + 1, memory_order_release);
+        spin_until(&S->posted[q], t + 1);
+        if (gen == GEN_ZIG && p == 0) /* the repair lane after part 1's redraws */
+            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep[1][par][w];
+        new_fields(S, T, S->part[0][par], S->part[1][par]);
+    }
+    return -1;
+}
+
+typedef struct {
+    shared_t *S;
+    local_t *T;
+    int64_t result;
+    double cpu_s; /* the thread's CPU time */
+} job_t;
+
+static double thread_cpu_s(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)) return 0.0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *part1_thread(void *arg) {
+    job_t *jb = (job_t *)arg;
+    double c0 = thread_cpu_s();
+    jb->result = jb->S->gen == GEN_F32 ? run_part(GEN_F32, jb->S, jb->T, 1)
+                                       : run_part(GEN_ZIG, jb->S, jb->T, 1);
+    jb->cpu_s = thread_cpu_s() - c0;
+    return NULL;
+}
+
+static void local_free(local_t *T) {
+    free(T->recs);
+    free(T->acc);
+    free(T->corr);
+}
+
+static int local_init(local_t *T, const shared_t *S, const uint64_t *st, const double *x,
+                      const double *y) {
+    const int64_t KM = S->K + S->M;
+    memcpy(T->st, st, sizeof T->st);
+    T->recs = malloc(sizeof(uint64_t) * (size_t)(REC * (S->N / CHUNK + 2)));
+    T->acc = aligned_alloc(64, sizeof(v8d) * (size_t)KM);
+    T->corr = malloc(sizeof(double) * (size_t)(2 * KM + S->K + 8)); /* corr, x, y, c */
+    if (!T->recs || !T->acc || !T->corr) {
+        local_free(T);
+        return -1;
+    }
+    T->x = T->corr + KM;
+    T->y = T->x + S->K;
+    T->c = T->y + S->M;
+    memcpy(T->x, x, sizeof(double) * (size_t)S->K);
+    memcpy(T->y, y, sizeof(double) * (size_t)S->M);
+    return 0;
+}
+
+/* n_steps SGD steps on stream gen, weights in row layout J (K, N), B (M, N), with 1 or 2
+ * threads (the same bits either way).  On entry z, x, y hold the current sample and its
+ * fields, on exit the next ones; work holds >= N doubles (the other sample buffer).  Only
+ * coordinates a < n_tr are updated.  *helper_cpu_s gets the second thread's CPU time.
+ * Returns -1, the step t at which a field was not finite, or -2 if memory or a thread could
+ * not be had. */
+int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B,
+                 const double *scale, int64_t N, int64_t n_tr, int64_t K, int64_t M, double eta,
+                 int act, int64_t n_steps, double *z, double *x, double *y, double *work,
+                 double *helper_cpu_s) {
+    *helper_cpu_s = 0.0;
+    shared_t *S = aligned_alloc(64, (sizeof(shared_t) + 63) / 64 * 64);
+    if (!S) return -2;
+    memset(S, 0, sizeof *S);
+    S->gen = gen; S->act = act; S->nth = nthreads == 2 ? 2 : 1;
+    S->N = N; S->n_tr = n_tr; S->K = K; S->M = M; S->n_steps = n_steps; S->eta = eta;
+    S->H = CHUNK * (N / (2 * CHUNK));
+    S->J = J; S->B = B; S->scale = scale;
+    S->buf[0] = z; S->buf[1] = work;
+    const int64_t KM = K + M, stride = (KM + 7) / 8 * 8; /* separate cache lines */
+    double *parts = aligned_alloc(64, sizeof(double) * (size_t)(4 * stride));
+    local_t T[2];
+    memset(T, 0, sizeof T);
+    int64_t result = -2;
+    if (!parts || local_init(&T[0], S, st, x, y)) goto done;
+    for (int p = 0; p < 2; p++)
+        for (int par = 0; par < 2; par++) S->part[p][par] = parts + (2 * p + par) * stride;
+    if (S->nth == 1) {
+        result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+    } else {
+        if (local_init(&T[1], S, st, x, y)) goto done;
+        pthread_t th;
+        job_t jb = {S, &T[1], -1, 0.0};
+        if (pthread_create(&th, NULL, part1_thread, &jb)) goto done;
+        result = gen == GEN_F32 ? run_part(GEN_F32, S, &T[0], 0) : run_part(GEN_ZIG, S, &T[0], 0);
+        pthread_join(th, NULL);
+        *helper_cpu_s = jb.cpu_s;
+        if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
+    }
+    /* where the current sample is and what the fields are after the last completed step */
+    int64_t steps_done = result >= 0 ? result : n_steps;
+    if (result >= -1) {
+        if (steps_done & 1) memcpy(z, work, (size_t)N * sizeof(double));
+        memcpy(x, T[0].x, sizeof(double) * (size_t)K);
+        memcpy(y, T[0].y, sizeof(double) * (size_t)M);
+        memcpy(st, T[0].st, sizeof T[0].st);
+    }
+done:
+    local_free(&T[0]);
+    local_free(&T[1]);
+    free(parts);
+    free(S);
+    return result;
 }
