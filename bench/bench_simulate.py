@@ -204,7 +204,7 @@ def whole_command(repeat, div):
             inner = res["meta"]["steps_per_second"]
             # the naive per-sample loop, same round, same model
             nv = naive_simulate(seed=0, generator="numpy",
-                                **dict(_config(N, K, max(500, 6000 // div), L=16)))
+                                **dict(_config(N, K, max(500, 20000 // div), L=16)))
             rows.append(dict(generator=g, load=la, wall=wall, cpu=cpu, steps=steps, inner=inner,
                              naive=nv.steps_per_second, naive_cpu=nv.steps_per_cpu_second,
                              load_end=load1()))

@@ -235,15 +235,18 @@ def test_threads_must_be_one_or_two(bad):
 
 @needs_cc
 def test_default_threads(kernel, monkeypatch):
-    """Two threads by default only from N = 512, with a second CPU free for this call."""
+    """Two threads by default only from N = 512 (float32) or 2048 (xoshiro), with a second CPU
+    free for this call."""
     import threading
 
     from solvers.hierarchy import background
     from solvers.sim import simulate as sim
-    kw = {**THREAD_CASES["erf K2 M2 N1024"], "alphas": [0, 1]}
+    kw = {**THREAD_CASES["erf K2 M2 N1024"], "alphas": [0, 1], "generator": "float32"}
     monkeypatch.setattr(background, "available_cpus", lambda: 2)
     assert simulate(seed=0, **kw).threads == 2
     assert simulate(seed=0, **{**kw, "N": 256}).threads == 1          # below _TWO_THREAD_MIN_N
+    assert simulate(seed=0, **{**kw, "generator": "xoshiro"}).threads == 1
+    assert simulate(seed=0, **{**kw, "generator": "xoshiro", "N": 2048}).threads == 2
     assert simulate(seed=0, **{**kw, "generator": "numpy"}).kernel == "numba"
     box = []
     worker = threading.Thread(target=lambda: box.append(simulate(seed=0, **kw).threads))
@@ -255,4 +258,4 @@ def test_default_threads(kernel, monkeypatch):
     monkeypatch.delenv("SCALING_ODES_SERIAL")
     monkeypatch.setattr(background, "available_cpus", lambda: 1)
     assert simulate(seed=0, **kw).threads == 1
-    assert sim._TWO_THREAD_MIN_N == 512
+    assert sim._TWO_THREAD_MIN_N == {"float32": 512, "xoshiro": 2048}

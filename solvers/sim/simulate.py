@@ -108,8 +108,11 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # 113k; N=7000 K=40 1430 vs 1520.  (The tests lower it to 8 to exercise both kernels cheaply.)
 _COLUMN_KERNEL_MIN_K = 32
 # From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
-# it the per-step exchange between the cores (~0.1 us) is not paid back.
-_TWO_THREAD_MIN_N = 512
+# it the per-step exchange between the cores is not paid back.  Two threads / one, steps per
+# second at K = M = 2 (bench/bench_simulate.py, BENCHMARKS §13): float32 1.1-1.2 at N = 512,
+# 1.35-1.5 at 1024, 1.5-1.6 at 2048; xoshiro, whose redraws of rejected words are serial across
+# the two parts (one repair lane), 1.0-1.15 up to 1024 and 1.25-1.4 from 2048.
+_TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 2048}
 # Steps per kernel call: sets how often the progress bar moves (about 10^7 multiply-adds, a few
 # ms) and, with two threads, how often the C kernel starts its second thread (x 8 then: a start
 # costs ~0.2 ms, 7 % of a 3 ms call, measured on the whole command).
@@ -468,7 +471,7 @@ def _threads(st: _Setup, threads):
     if threads is not None:
         return threads
     from solvers.hierarchy.background import parallel_allowed
-    return 2 if st.N >= _TWO_THREAD_MIN_N and parallel_allowed() else 1
+    return 2 if st.N >= _TWO_THREAD_MIN_N[st.generator] and parallel_allowed() else 1
 
 
 def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y, threads):
@@ -531,7 +534,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     at N = 1024; float32 resolution, |z| < 5.42) or "numpy" (NumPy's PCG64 stream, the
     reference).  The weights, the rotation and the held-out samples do not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
-    None (default) takes 2 when a second CPU is free for this call and N >= 512.
+    None (default) takes 2 when a second CPU is free for this call and N >= 512 (float32) or
+    2048 (xoshiro).
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)

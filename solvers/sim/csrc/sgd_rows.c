@@ -448,16 +448,19 @@ typedef struct {
     double *J;
     const double *B, *scale;
     double *buf[2]; /* the current and the next sample, swapped each step */
-    /* exchange between the threads, double-buffered by the parity of the step */
-    double *part[2][2];         /* [part][parity] -> K + M sums */
-    uint64_t rep[2][2][4];      /* [part][parity] repair lane after that part's redraws */
-    _Atomic int64_t posted[2];  /* steps whose sums (and repair lane) part p has posted */
-    _Atomic int64_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
-    _Atomic int64_t stop;       /* set by a thread that finds a non-finite field */
+    double *part[2][2];         /* [part][parity] -> K + M sums, each on its own lines */
+    /* Exchange between the threads, double-buffered by the parity of the step.  Every field a
+     * thread writes has a cache line of its own: a post must not evict the lines the other
+     * thread reads all the time (the fields above), nor the other thread's flag. */
+    _Alignas(64) _Atomic int64_t posted0; /* steps whose sums (and repair lane) part 0 posted */
+    _Alignas(64) _Atomic int64_t posted1;
+    _Alignas(64) _Atomic int64_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
+    _Alignas(64) uint64_t rep0[2][4];  /* [parity] repair lane after part 0's redraws */
+    _Alignas(64) uint64_t rep1[2][4];  /* ... after part 1's */
 } shared_t;
 
-typedef struct {                /* a thread's own memory */
-    uint64_t st[4 * SROW];      /* its copy of the lanes */
+typedef struct {                /* a thread's own memory (on cache lines of its own) */
+    _Alignas(64) uint64_t st[4 * SROW]; /* its copy of the lanes */
     uint64_t *recs;
     v8d *acc;
     double *corr, *c, *x, *y;
@@ -643,17 +646,19 @@ static inline __attribute__((always_inline)) int64_t run_part(const int gen, sha
         int64_t nrec = part_pass(gen, S, T, &C, p, 1, z, zn);
         if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
             spin_until(&S->rep0_posted, t + 1);
-            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep[0][par][w];
+            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep0[par][w];
         }
         fix_part(gen, S, T, nrec, zn);
-        if (gen == GEN_ZIG)
-            for (int w = 0; w < 4; w++) S->rep[p][par][w] = T->st[w * SROW + LANES];
-        if (gen == GEN_ZIG && p == 0) atomic_store_explicit(&S->rep0_posted, t + 1, memory_order_release);
+        if (gen == GEN_ZIG) {
+            uint64_t *rep = p ? S->rep1[par] : S->rep0[par];
+            for (int w = 0; w < 4; w++) rep[w] = T->st[w * SROW + LANES];
+            if (p == 0) atomic_store_explicit(&S->rep0_posted, t + 1, memory_order_release);
+        }
         part_sums(S, T, S->part[p][par]);
-        atomic_store_explicit(&S->posted[p], t + 1, memory_order_release);
-        spin_until(&S->posted[q], t + 1);
+        atomic_store_explicit(p ? &S->posted1 : &S->posted0, t + 1, memory_order_release);
+        spin_until(q ? &S->posted1 : &S->posted0, t + 1);
         if (gen == GEN_ZIG && p == 0) /* the repair lane after part 1's redraws */
-            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep[1][par][w];
+            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep1[par][w];
         new_fields(S, T, S->part[0][par], S->part[1][par]);
     }
     return -1;
@@ -727,10 +732,10 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
     S->buf[0] = z; S->buf[1] = work;
     const int64_t KM = K + M, stride = (KM + 7) / 8 * 8; /* separate cache lines */
     double *parts = aligned_alloc(64, sizeof(double) * (size_t)(4 * stride));
-    local_t T[2];
-    memset(T, 0, sizeof T);
+    local_t *T = aligned_alloc(64, 2 * ((sizeof(local_t) + 63) / 64 * 64));
     int64_t result = -2;
-    if (!parts || local_init(&T[0], S, st, x, y)) goto done;
+    if (T) memset(T, 0, 2 * ((sizeof(local_t) + 63) / 64 * 64));
+    if (!parts || !T || local_init(&T[0], S, st, x, y)) goto done;
     for (int p = 0; p < 2; p++)
         for (int par = 0; par < 2; par++) S->part[p][par] = parts + (2 * p + par) * stride;
     if (S->nth == 1) {
@@ -754,8 +759,11 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
         memcpy(st, T[0].st, sizeof T[0].st);
     }
 done:
-    local_free(&T[0]);
-    local_free(&T[1]);
+    if (T) {
+        local_free(&T[0]);
+        local_free(&T[1]);
+    }
+    free(T);
     free(parts);
     free(S);
     return result;
