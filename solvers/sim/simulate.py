@@ -558,7 +558,10 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
     else:
         Jw, Bw = Jt, Bt
-    z, x, y = np.empty(st.N), np.empty(st.K), np.empty(st.M)
+    # the kernels work in place on cache-line aligned copies (see ckernel.aligned)
+    from solvers.sim.ckernel import aligned
+    Jw, Bw, scale = aligned(Jw), aligned(Bw), aligned(scale)
+    z, x, y = aligned(np.empty(st.N)), np.empty(st.K), np.empty(st.M)
     run, (kernel_name, n_threads) = _stepper(st, act, columns, g_data, state, bits, Jw, Bw,
                                              scale, z, x, y, threads)
 
