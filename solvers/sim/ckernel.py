@@ -70,7 +70,8 @@ class CKernel:
         self._lib = lib
         p, i64, f64 = _c_void_p, _i64, ctypes.c_double
         for name, res, args in (
-                ("sgd_init", ctypes.c_int, [p, p, p, ctypes.c_int, ctypes.c_uint32, f64, f64,
+                ("sgd_init", ctypes.c_int, [p, p, ctypes.c_int, p, ctypes.c_int, ctypes.c_uint32,
+                                            f64, f64,
                                             p, p, p, p, p, f64]),
                 ("sgd_fill", None, [ctypes.c_int, p, p, p, i64, p]),
                 ("sgd_draw_only", None, [ctypes.c_int, p, p, p, i64, i64, p]),
@@ -82,10 +83,10 @@ class CKernel:
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
         tables = [np.ascontiguousarray(t) for t in (_Z._KI, _Z._WS, _Z._X, _Z._RATIO, _Z._F)]
-        if lib.sgd_init(_ptr(_P), _ptr(_Q), _ptr(_G), len(_G), int(_T.M_TAIL) << 9,
+        if lib.sgd_init(_ptr(_P), _ptr(_Q), len(_P), _ptr(_G), len(_G), int(_T.M_TAIL) << 9,
                         _T.TAIL_CENTER, 1.0 / _T.TAIL_HALF_WIDTH, *map(_ptr, tables), _Z._R):
-            raise RuntimeError("the float32 tail polynomial has more coefficients than the C "
-                               "kernel holds (32)")
+            raise RuntimeError("the float32 tables do not fit the C kernel (central degree "
+                               "CDEG, at most 32 tail coefficients)")
 
     def fill(self, generator, state, scale, z):
         """z[:] = scale * next len(z) normals of the stream ``generator`` ("xoshiro" or

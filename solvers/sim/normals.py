@@ -44,7 +44,9 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 from llvmlite import ir
 
+from solvers.core.numba_cache import drop_stale
 from solvers.generated import normal_f32 as _T
+from solvers.sim import streams as _streams
 # The seeding (lanes, jumps, SeedSequence) is plain Python in solvers/sim/streams.py, so that the
 # C kernel's path (solvers/sim/ckernel.py) can seed without importing numba.
 from solvers.sim.streams import LANES, jump, seed_state, _py_next  # noqa: F401
@@ -204,10 +206,10 @@ def fill_normals(state, scratch, scale, z):
 # ---------------------------------------------------------------------------------------------
 # Stream (generator = "float32"): the words of _raw_block, read as pairs of 32-bit halves (low
 # half first), one half h per normal: m = h >> 9 (23 bits), u = (m + 1/2) 2^-23, sign = bit 8,
-# z = sign * sqrt(2) erfinv(u).  Central draws (m < M_TAIL, 99 %) use a (6, 6) rational function
-# of y = (1 - u)(1 + u) in float32, which vectorises (no table look-up, no log, no branch); the 2 % in the tail
-# 1 % in the tail are redone in float64 afterwards.  Every draw is accepted, so each step consumes exactly
-# ceil(N/2) words.  The deviates have float32 resolution (u on a grid of 2^-23) and are
+# z = sign * sqrt(2) erfinv(u).  Central draws (m < M_TAIL, 99.9 %) use a (7, 7) rational function
+# of y = (1 - u)(1 + u) in float32, which vectorises (no table look-up, no log, no branch); the
+# 0.1 % in the tail are redone in float64 afterwards.  Every draw is accepted, so each step
+# consumes exactly ceil(N/2) words.  The deviates have float32 resolution (u on a grid of 2^-23) and are
 # bounded by |z| < 5.42 (P(|z| > 5.42) = 6e-8 for a true normal); tests/test_normals_f32.py
 # measures the transform against mpmath's erfinv on all 2^23 inputs.
 
@@ -215,6 +217,7 @@ _I32 = ir.IntType(32)
 _F32 = ir.FloatType()
 _P = tuple(np.float32(c) for c in _T.CENTRAL_P)
 _Q = tuple(np.float32(c) for c in _T.CENTRAL_Q)
+assert len(_P) == len(_Q) == 8, "_poly7 (and csrc/sgd_rows.c) evaluate degree 7"
 _G = np.array(_T.TAIL_G)                 # a global array is a compiled-in constant
 _H_TAIL = np.uint32(_T.M_TAIL << 9)       # h >= _H_TAIL  <=>  m >= M_TAIL
 _HALF_ULP = np.float32(2.0**-24)
@@ -250,8 +253,8 @@ def _with_sign(typingctx, v, h):
 
 
 @njit(inline="always")
-def _poly6(s, c):
-    return (((((c[6] * s + c[5]) * s + c[4]) * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
+def _poly7(s, c):
+    return ((((((c[7] * s + c[6]) * s + c[5]) * s + c[4]) * s + c[3]) * s + c[2]) * s + c[1]) * s + c[0]
 
 
 @njit(cache=True, nogil=True)
@@ -273,13 +276,13 @@ def _central_f32(h, scale, z, is_tail):
     for a in range(z.shape[0]):
         u = _unit23(h[a]) + _HALF_ULP
         y = (_ONE32 - u) * (_ONE32 + u)
-        z[a] = scale[a] * np.float64(_with_sign(u * (_poly6(y, _P) / _poly6(y, _Q)), h[a]))
+        z[a] = scale[a] * np.float64(_with_sign(u * (_poly7(y, _P) / _poly7(y, _Q)), h[a]))
         is_tail[a] = h[a] >= _H_TAIL
 
 
 @njit(cache=True, nogil=True)
 def _normals_f32(h, scale, z, work):
-    """z[a] = scale[a] * normal(h[a]): the vectorised float32 pass, then the ~1 % tail entries.
+    """z[a] = scale[a] * normal(h[a]): the vectorised float32 pass, then the ~0.1 % tail entries.
 
     work: uint64 array of >= ceil(len(z)/8) words.  The central pass also stores a 0/1 byte per
     entry (in work); the tail entries are then found eight at a time by scanning those bytes
@@ -328,3 +331,10 @@ def standard_normal(state, n, scale=None, kind="ziggurat") -> np.ndarray:
     else:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     return z
+
+
+# The cached functions above have the generated float32 tables and the ziggurat's tables
+# (streams.py) compiled in as constants.
+drop_stale("normals", [v for v in list(globals().values())
+                       if hasattr(v, "_cache") and hasattr(v, "py_func")],
+           [_T.__file__, _streams.__file__])

@@ -203,18 +203,19 @@ def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
 # --------------------------------------------------------------------------------------------
 
 def _mode_overlaps(U, V, block):
-    """(L, p, q) array of U[:, block k] V[:, block k]^T / N for row-layout U (p, N), V (q, N)."""
+    """(L, p, q) array of U[:, block k] V[:, block k]^T / N for row-layout U (p, N), V (q, N).
+
+    einsum's own loops, not BLAS: a BLAS call wakes OpenBLAS's worker threads, which then spin
+    on the CPU the C kernel's second thread runs on."""
     p, N = U.shape
     q = V.shape[0]
     L = N // block
-    U3 = np.ascontiguousarray(U).reshape(p, L, block).transpose(1, 0, 2)
-    V3 = np.ascontiguousarray(V).reshape(q, L, block).transpose(1, 2, 0)
-    return (U3 @ V3) / N
+    return np.einsum("pla,qla->lpq", U.reshape(p, L, block), V.reshape(q, L, block)) / N
 
 
 def _level1(U, V, lam, block):
     """sum_k lam_k U[:, block k] V[:, block k]^T / N."""
-    return np.tensordot(lam, _mode_overlaps(U, V, block), axes=1)
+    return np.einsum("l,lpq->pq", lam, _mode_overlaps(U, V, block))
 
 
 # --------------------------------------------------------------------------------------------
@@ -490,8 +491,8 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
         if ck is not None:
             ck.fill(st.generator, state, scale, z)
             isq = 1.0 / math.sqrt(st.N)
-            x[:] = (Jw @ z) * isq
-            y[:] = (Bw @ z) * isq
+            x[:] = np.einsum("ia,a->i", Jw, z) * isq     # no BLAS (see _mode_overlaps)
+            y[:] = np.einsum("ia,a->i", Bw, z) * isq
             work = ck.work(st.N, st.K, st.M)
             nth = _threads(st, threads)
             return (lambda n: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta, act,

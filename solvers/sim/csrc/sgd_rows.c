@@ -17,7 +17,7 @@
  *            lane with the same float64 operations and libm calls;
  *   GEN_F32  ("float32")  two 32-bit halves per word, the float32 inverse CDF: the same float32
  *            operations in the same order (the Horner steps as explicit fused multiply-adds,
- *            as LLVM contracts them in the numba kernel; nothing else is contracted), the 1 %
+ *            as LLVM contracts them in the numba kernel; nothing else is contracted), the 0.1 %
  *            of tail words in float64.
  * A word whose normal is not final after the vector pass (a ziggurat rejection, a float32
  * tail) first gets the pass's finite value; afterwards the true value replaces it and the
@@ -51,7 +51,8 @@ enum { GEN_ZIG = 1, GEN_F32 = 2 }; /* the codes of solvers/sim/simulate.py's _GE
 
 /* The transforms' constants, set once by sgd_init: the float32 inverse CDF's
  * (solvers/generated/normal_f32.py) and the ziggurat's tables (solvers/sim/streams.py). */
-static float CP[7], CQ[7];
+#define CDEG 7 /* degree of the central rational function's P and Q */
+static float CP[CDEG + 1], CQ[CDEG + 1];
 static double TG[32];
 static int NG;
 static uint32_t H_TAIL;
@@ -59,10 +60,10 @@ static double TAIL_C, TAIL_IH;
 static uint64_t ZKI[256];
 static double ZWS[512], ZX[256], ZRATIO[256], ZF[257], ZR, ZINV_R;
 
-int sgd_init(const float *p, const float *q, const double *g, int ng, uint32_t h_tail,
+int sgd_init(const float *p, const float *q, int ncentral, const double *g, int ng, uint32_t h_tail,
              double tail_center, double tail_inv_half_width, const uint64_t *ki,
              const double *ws, const double *x, const double *ratio, const double *f, double r) {
-    if (ng < 1 || ng > 32) return -1;
+    if (ncentral != CDEG + 1 || ng < 1 || ng > 32) return -1;
     memcpy(CP, p, sizeof CP);
     memcpy(CQ, q, sizeof CQ);
     memcpy(TG, g, (size_t)ng * sizeof(double));
@@ -126,10 +127,10 @@ static inline v16f vfma(v16f a, v16f b, v16f c) {
 static inline v16f splat16(float c) { return (v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}; }
 
 /* the central rational function's coefficients, broadcast once per call (kept in registers) */
-typedef struct { v16f p[7], q[7]; } central_t;
+typedef struct { v16f p[CDEG + 1], q[CDEG + 1]; } central_t;
 
 static inline void central_load(central_t *C) {
-    for (int j = 0; j < 7; j++) { C->p[j] = splat16(CP[j]); C->q[j] = splat16(CQ[j]); }
+    for (int j = 0; j <= CDEG; j++) { C->p[j] = splat16(CP[j]); C->q[j] = splat16(CQ[j]); }
 }
 
 /* u = (h >> 9) 2^-23 + 2^-24, z = sign(bit 8) u P(y)/Q(y), y = (1 - u)(1 + u) */
@@ -137,8 +138,8 @@ static inline v16f central(v16u h, const central_t *C) {
     v16f u = (v16f)((h >> 9) | 0x3F800000u) - 1.0f;
     u = u + 0x1p-24f;
     v16f y = (1.0f - u) * (1.0f + u);
-    v16f P = C->p[6], Q = C->q[6];
-    for (int j = 5; j >= 0; j--) { P = vfma(P, y, C->p[j]); Q = vfma(Q, y, C->q[j]); }
+    v16f P = C->p[CDEG], Q = C->q[CDEG];
+    for (int j = CDEG - 1; j >= 0; j--) { P = vfma(P, y, C->p[j]); Q = vfma(Q, y, C->q[j]); }
     v16f r = u * (P / Q);
     return (v16f)((v16u)r ^ ((h << 23) & 0x80000000u));
 }
@@ -156,14 +157,14 @@ static inline uint32_t tail_mask(v16u h) {
 typedef double v8dt __attribute__((vector_size(64)));
 typedef int64_t v8i __attribute__((vector_size(64)));
 
-/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for 8 tail words: normals.py's _tail_f32
- * lane by lane (the same IEEE operations; log is libm's, one lane at a time).  The Horner chain
+/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for the first n <= 8 of 8 tail words:
+ * normals.py's _tail_f32 lane by lane (the same IEEE operations; log is libm's, one lane at a time).  The Horner chain
  * of 14 dependent steps is what costs; here 8 of them run side by side. */
-static void tail_values8(const uint32_t *h, double *out) {
+static void tail_values8(const uint32_t *h, double *out, int64_t n) {
     v8dt u, lg, acc = {0}, sig, t;
     for (int l = 0; l < 8; l++) u[l] = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
     v8dt y = (1.0 - u) * (1.0 + u);
-    for (int l = 0; l < 8; l++) lg[l] = -log(y[l]);
+    for (int l = 0; l < 8; l++) lg[l] = l < n ? -log(y[l]) : 1.0; /* log only where needed */
     for (int l = 0; l < 8; l++) sig[l] = sqrt(lg[l]);
     t = (sig - TAIL_C) * TAIL_IH;
     for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
@@ -338,7 +339,7 @@ static void redo_flagged(int gen, uint64_t *st, const uint64_t *recs, int64_t nr
         }
         if (gen == GEN_F32 && (nq >= 8 || r == nrec - 1)) {
             for (int64_t q = nq; q % 8; q++) th[q] = 0; /* padding lanes */
-            for (int64_t q = 0; q < nq; q += 8) tail_values8(th + q, tv + q);
+            for (int64_t q = 0; q < nq; q += 8) tail_values8(th + q, tv + q, nq - q);
             for (int64_t q = 0; q < nq; q++) fix_one(F, z, tb[q], scale[tb[q]] * tv[q]);
             nq = 0;
         }
@@ -407,7 +408,7 @@ void sgd_transform_f32(const uint32_t *h, double *z, int64_t n) {
         }
         if (nq == 8 || (a == n && nq > 0)) {
             for (int q = nq; q < 8; q++) th[q] = 0;
-            tail_values8(th, tv);
+            tail_values8(th, tv, nq);
             for (int q = 0; q < nq; q++) z[tb[q]] = tv[q];
             nq = 0;
         }
