@@ -259,3 +259,36 @@ def test_default_threads(kernel, monkeypatch):
     monkeypatch.setattr(background, "available_cpus", lambda: 1)
     assert simulate(seed=0, **kw).threads == 1
     assert sim._TWO_THREAD_MIN_N == {"float32": 512, "xoshiro": 2048}
+
+
+def test_thread_choice_follows_the_measured_rate():
+    from solvers.sim.simulate import _ThreadChoice
+    c = _ThreadChoice(2, adaptive=True, min_steps=100)
+    picks = [c.pick(1000) for _ in range(20)]
+    assert picks.count(1) == 2 and picks[9] == picks[19] == 1        # every 10th long call probes
+    assert c.pick(50) == 2 and c.calls == 20                          # short calls do not count
+    c.record(2, 1000, 1e-3)                                           # 1e6 steps/s on two
+    c.record(1, 1000, 2e-3)                                           # 5e5 on one: stay on two
+    assert c.current == 2
+    c.record(2, 1000, 4e-3)                                           # the second CPU got busy:
+    c.record(2, 1000, 4e-3)                                           # (1e6 + 2.5e5)/2, then
+    assert c.current == 1 and c.used == 2                             # 4.4e5 < 5e5: one thread
+    fixed = _ThreadChoice(2, adaptive=False, min_steps=100)
+    assert {fixed.pick(1000) for _ in range(30)} == {2}
+    fixed.record(2, 1000, 1.0)
+    fixed.record(1, 1000, 1e-6)
+    assert fixed.current == 2
+    assert not _ThreadChoice(1, adaptive=True, min_steps=1).adaptive  # chosen 1: nothing to probe
+
+
+@needs_cc
+def test_switching_threads_within_a_run_keeps_the_bits(kernel, monkeypatch):
+    from solvers.hierarchy import background
+    from solvers.sim import simulate as sim
+    monkeypatch.setattr(background, "available_cpus", lambda: 2)
+    monkeypatch.setattr(sim._ThreadChoice, "PROBE", 2)          # every other call switches
+    monkeypatch.setattr(sim, "_CALL_WORK_TWO_THREADS", 1 << 15)  # many short calls
+    kw = {**THREAD_CASES["erf K2 M2 N1024"], "generator": "float32", "alphas": [0, 1, 6]}
+    mixed, one = simulate(seed=8, **kw), simulate(seed=8, threads=1, **kw)
+    for f in ("J_final", "R1", "Q1", "eps_g"):
+        assert np.array_equal(getattr(mixed, f), getattr(one, f)), f

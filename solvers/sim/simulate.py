@@ -142,7 +142,8 @@ class SimulationResult:
     J_final      (K, N) student weights at the last alpha *in the eigenbasis* (J~ = J W)
     config       the remaining arguments (activation, K, M, eta, sigma_J, rotate, n_trainable,
                  untrainable, eps_holdout)
-    kernel, threads  the step loop that ran ("c" or "numba") and its threads (1 or 2)
+    kernel, threads  the step loop that ran ("c" or "numba") and its threads (1 or 2; with
+                 threads=None, the count that did most of the steps)
     """
 
     alpha: np.ndarray
@@ -475,10 +476,50 @@ def _threads(st: _Setup, threads):
     return 2 if st.N >= _TWO_THREAD_MIN_N[st.generator] and parallel_allowed() else 1
 
 
+class _ThreadChoice:
+    """The C kernel's threads, call by call.  One and two threads give the same bits, so a run
+    may switch between them at any call.  When simulate chose two itself, the choice is kept
+    honest by measurement: two threads lose when the second CPU is busy with other work (every
+    step waits for the slower thread), so every PROBE-th long call runs on the other count and
+    the faster of the recent rates (steps per wall second) is used from then on."""
+
+    PROBE = 10
+
+    def __init__(self, start: int, adaptive: bool, min_steps: int):
+        self.current = start
+        self.adaptive = adaptive and start == 2
+        self.min_steps = min_steps
+        self.rate: dict = {}
+        self.calls = 0
+        self.steps = {1: 0, 2: 0}
+
+    def pick(self, n: int) -> int:
+        if not self.adaptive or n < self.min_steps:
+            return self.current
+        self.calls += 1
+        return 3 - self.current if self.calls % self.PROBE == 0 else self.current
+
+    def record(self, threads: int, n: int, wall: float):
+        self.steps[threads] += n
+        if not self.adaptive or n < self.min_steps or wall <= 0:
+            return
+        r = n / wall
+        old = self.rate.get(threads)
+        self.rate[threads] = r if old is None else 0.5 * (old + r)
+        best = max(self.rate, key=self.rate.get)
+        if self.rate[best] > self.rate.get(self.current, 0.0):
+            self.current = best
+
+    @property
+    def used(self) -> int:
+        """the thread count that did most of the steps"""
+        return 2 if self.steps[2] > self.steps[1] else 1
+
+
 def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y, threads):
-    """Draw the first sample into (z, x, y) and return (run, (kernel, threads)): run(n) does n
-    SGD steps in place and returns (-1 or the step at which a field became non-finite, CPU
-    seconds of a second thread).
+    """Draw the first sample into (z, x, y) and return (run, kernel name): run(n, threads) does
+    n SGD steps in place and returns (-1 or the step at which a field became non-finite, CPU
+    seconds of a second thread); the numba kernels ignore ``threads``.
 
     The xoshiro generators ("xoshiro", "float32") with the row layout run the C kernel
     (solvers/sim/ckernel.py) when it is available; NumPy's stream, the column layout and the
@@ -494,14 +535,13 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
             x[:] = np.einsum("ia,a->i", Jw, z) * isq     # no BLAS (see _mode_overlaps)
             y[:] = np.einsum("ia,a->i", Bw, z) * isq
             work = ck.work(st.N, st.K, st.M)
-            nth = _threads(st, threads)
-            return (lambda n: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta, act,
-                                       n, z, x, y, work, nth)), ("c", nth)
+            return (lambda n, nth: ck.steps(st.generator, state, Jw, Bw, scale, st.n_tr, st.eta,
+                                            act, n, z, x, y, work, nth)), "c"
     from solvers.sim import kernels
     gen = _GEN_CODE[st.generator]
     kernels._prime(gen, g_data, state, bits, Jw, Bw, scale, z, x, y, columns)
-    return (lambda n: (kernels._steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr,
-                                      st.eta, act, n, z, x, y, columns), 0.0)), ("numba", 1)
+    return (lambda n, nth: (kernels._steps(gen, g_data, state, bits, Jw, Bw, scale, st.n_tr,
+                                           st.eta, act, n, z, x, y, columns), 0.0)), "numba"
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,7 +576,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     reference).  The weights, the rotation and the held-out samples do not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
     None (default) takes 2 when a second CPU is free for this call and N >= 512 (float32) or
-    2048 (xoshiro).
+    2048 (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
@@ -563,21 +603,25 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     from solvers.sim.ckernel import aligned
     Jw, Bw, scale = aligned(Jw), aligned(Bw), aligned(scale)
     z, x, y = aligned(np.empty(st.N)), np.empty(st.K), np.empty(st.M)
-    run, (kernel_name, n_threads) = _stepper(st, act, columns, g_data, state, bits, Jw, Bw,
-                                             scale, z, x, y, threads)
-
-    work = _CALL_WORK if n_threads == 1 else max(_CALL_WORK, _CALL_WORK_TWO_THREADS)
+    run, kernel_name = _stepper(st, act, columns, g_data, state, bits, Jw, Bw, scale, z, x, y,
+                                threads)
+    start = _threads(st, threads) if kernel_name == "c" else 1
+    work = _CALL_WORK if start == 1 else max(_CALL_WORK, _CALL_WORK_TWO_THREADS)
     per_call = max(1, work // (st.N * (st.K + st.M)))
+    choice = _ThreadChoice(start, adaptive=threads is None, min_steps=max(1, per_call // 2))
     R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
         for target in st.steps:
             while done < target:
                 n = int(min(per_call, target - done))
+                nth = choice.pick(n)
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad, helper_cpu = run(n)
-                stepping_time += time.perf_counter() - t0
+                bad, helper_cpu = run(n, nth)
+                wall = time.perf_counter() - t0
+                stepping_time += wall
                 stepping_cpu += _thread_time() - c0 + helper_cpu
+                choice.record(nth, n, wall)
                 if bad >= 0:
                     raise _blowup(done + bad, st.N)
                 done += n
@@ -595,7 +639,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     J_final = np.array(Jw.T if columns else Jw)
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J_final)
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
-    res.kernel, res.threads = kernel_name, n_threads
+    res.kernel, res.threads = kernel_name, choice.used
     return res
 
 
