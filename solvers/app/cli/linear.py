@@ -18,9 +18,8 @@ import math
 import time
 from fractions import Fraction
 
-import mpmath
-
 from solvers.app.cli.common import json_command, spec_command
+
 
 def _load(path):
     """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
@@ -69,6 +68,7 @@ def curve_result(spec, route: str, progress=None) -> dict:
         raise ValueError("eps_g is not finite (eta too large: the dynamics diverge for "
                          "eta * nu_1 >= 2)")
     if s.digits > 15 and s.dps != "float64":
+        import mpmath     # here: the other subcommands start without it (~30 ms)
         out = [mpmath.nstr(v, s.digits, strip_zeros=False) for v in eps]
     else:
         out = [float(v) for v in eps]

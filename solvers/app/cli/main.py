@@ -83,14 +83,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {msg} (see `{self.prog} --help`)\n")
 
 
+def _expected_errors() -> tuple:
+    """The exceptions that are the user's problem (bad input, lost precision, a failed
+    integration): one line and status 2.  Imported when an error is being reported, not at
+    start-up (rk78 brings mpmath, ~50 ms of every command's start)."""
+    from solvers.app.spec import SpecError
+    from solvers.hierarchy.precision import PrecisionLost   # SymPy-free: not odes
+    from solvers.integrators.rk78 import IntegrationError
+    return (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError)
+
+
 def main(argv=None) -> int:
     import os
     import warnings
     parser = build_parser()
     args = parser.parse_args(argv)
-    from solvers.integrators.rk78 import IntegrationError
-    from solvers.hierarchy.precision import PrecisionLost   # SymPy-free: not odes
-    from solvers.app.spec import SpecError
     caught = []
     try:
         # warnings are collected, not printed: a failure is one line; a success mentions them
@@ -102,14 +109,14 @@ def main(argv=None) -> int:
             print(f"scaling-odes: warning: {len(caught)} warning(s) during the run; first: "
                   f"{caught[0].category.__name__}: {first}", file=sys.stderr)
         return code
-    except (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError) as exc:
-        msg = " ".join(str(exc).split())
-        print(f"scaling-odes: error: {msg}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("scaling-odes: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:        # anything else: still one line, never a traceback
+        if isinstance(exc, _expected_errors()):
+            msg = " ".join(str(exc).split())
+            print(f"scaling-odes: error: {msg}", file=sys.stderr)
+            return 2
         if os.environ.get("SCALING_ODES_DEBUG") == "1":
             raise
         msg = " ".join(str(exc).split())[:300]
