@@ -571,7 +571,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     original basis, replacing the random draws.
     generator: source of the training inputs, "xoshiro" (default: xoshiro256++ lanes and a
     ziggurat, solvers/sim/normals.py, about 1.7x cheaper per normal than NumPy's), "float32"
-    (the same lanes, two float32 inverse-CDF normals per word: ~1.4x the default's step rate
+    (the same lanes, two float32 inverse-CDF normals per word: ~1.5x the default's step rate
     at N = 1024; float32 resolution, |z| < 5.42) or "numpy" (NumPy's PCG64 stream, the
     reference).  The weights, the rotation and the held-out samples do not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
