@@ -212,7 +212,7 @@ def whole_command(repeat, div):
 
 
 def seeds_cores(repeat, div):
-    kw = _config(1024, 2, 200_000 // div, L=16)
+    kw = _config(1024, 2, 600_000 // div, L=16)
     for g in ("xoshiro", "float32"):
         simulate(seed=0, generator=g, **_config(1024, 2, 64, L=16))
     rows = []
