@@ -235,7 +235,7 @@ def test_threads_must_be_one_or_two(bad):
 
 @needs_cc
 def test_default_threads(kernel, monkeypatch):
-    """Two threads by default only from N = 512 (float32) or 2048 (xoshiro), with a second CPU
+    """Two threads by default only from N = 512 (float32) or 1024 (xoshiro), with a second CPU
     free for this call."""
     import threading
 
@@ -245,8 +245,8 @@ def test_default_threads(kernel, monkeypatch):
     monkeypatch.setattr(background, "available_cpus", lambda: 2)
     assert simulate(seed=0, **kw).threads == 2
     assert simulate(seed=0, **{**kw, "N": 256}).threads == 1          # below _TWO_THREAD_MIN_N
-    assert simulate(seed=0, **{**kw, "generator": "xoshiro"}).threads == 1
-    assert simulate(seed=0, **{**kw, "generator": "xoshiro", "N": 2048}).threads == 2
+    assert simulate(seed=0, **{**kw, "generator": "xoshiro", "N": 512}).threads == 1
+    assert simulate(seed=0, **{**kw, "generator": "xoshiro"}).threads == 2
     assert simulate(seed=0, **{**kw, "generator": "numpy"}).kernel == "numba"
     box = []
     worker = threading.Thread(target=lambda: box.append(simulate(seed=0, **kw).threads))
@@ -258,7 +258,7 @@ def test_default_threads(kernel, monkeypatch):
     monkeypatch.delenv("SCALING_ODES_SERIAL")
     monkeypatch.setattr(background, "available_cpus", lambda: 1)
     assert simulate(seed=0, **kw).threads == 1
-    assert sim._TWO_THREAD_MIN_N == {"float32": 512, "xoshiro": 2048}
+    assert sim._TWO_THREAD_MIN_N == {"float32": 512, "xoshiro": 1024}
 
 
 def test_thread_choice_follows_the_measured_rate():
@@ -267,12 +267,15 @@ def test_thread_choice_follows_the_measured_rate():
     picks = [c.pick(1000) for _ in range(20)]
     assert picks.count(1) == 2 and picks[9] == picks[19] == 1        # every 10th long call probes
     assert c.pick(50) == 2 and c.calls == 20                          # short calls do not count
-    c.record(2, 1000, 1e-3)                                           # 1e6 steps/s on two
-    c.record(1, 1000, 2e-3)                                           # 5e5 on one: stay on two
+    c.record(2, 1000, 1e-3)                                     # 1e6 steps/s on two
+    c.record(1, 1000, 2e-3)                                     # 5e5 on one: stay on two
     assert c.current == 2
-    c.record(2, 1000, 4e-3)                                           # the second CPU got busy:
-    c.record(2, 1000, 4e-3)                                           # (1e6 + 2.5e5)/2, then
-    assert c.current == 1 and c.used == 2                             # 4.4e5 < 5e5: one thread
+    c.record(1, 1000, 0.6e-3)                                   # one: (5e5 + 1.67e6)/2 = 1.08e6,
+    assert c.current == 2                                       # faster, by less than 1.1x
+    c.record(1, 1000, 0.8e-3)                                   # one: 1.17e6 > 1.1 x 1e6
+    assert c.current == 1 and c.used == 1
+    c.record(2, 1000, 0.5e-3)                                   # a probe: two at 1.5e6
+    assert c.current == 2
     fixed = _ThreadChoice(2, adaptive=False, min_steps=100)
     assert {fixed.pick(1000) for _ in range(30)} == {2}
     fixed.record(2, 1000, 1.0)

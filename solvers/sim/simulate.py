@@ -109,10 +109,10 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _COLUMN_KERNEL_MIN_K = 32
 # From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
 # it the per-step exchange between the cores is not paid back.  Two threads / one, steps per
-# second at K = M = 2 (bench/bench_simulate.py, BENCHMARKS §13): float32 1.1-1.2 at N = 512,
-# 1.35-1.5 at 1024, 1.5-1.6 at 2048; xoshiro, whose redraws of rejected words are serial across
-# the two parts (one repair lane), 1.0-1.15 up to 1024 and 1.25-1.4 from 2048.
-_TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 2048}
+# second at K = M = 2 (bench/bench_simulate.py, BENCHMARKS §13): float32 1.1-1.3 at N = 512,
+# 1.3-1.5 at 1024, 1.5-1.7 at 2048-7000; xoshiro, whose redraws of rejected words are serial
+# across the two parts (one repair lane), 0.7-0.9 at 512, 1.2-1.3 at 1024, 1.3 at 7000.
+_TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 1024}
 # Steps per kernel call: sets how often the progress bar moves (about 10^7 multiply-adds, a few
 # ms) and, with two threads, how often the C kernel starts its second thread (x 8 then: a start
 # costs ~0.2 ms, 7 % of a 3 ms call, measured on the whole command).
@@ -481,9 +481,12 @@ class _ThreadChoice:
     may switch between them at any call.  When simulate chose two itself, the choice is kept
     honest by measurement: two threads lose when the second CPU is busy with other work (every
     step waits for the slower thread), so every PROBE-th long call runs on the other count and
-    the faster of the recent rates (steps per wall second) is used from then on."""
+    the faster of the recent rates (steps per wall second) is used from then on — if it is
+    faster by more than MARGIN, so that the noise of single calls (~15 % here) does not flip it.
+    """
 
     PROBE = 10
+    MARGIN = 1.1
 
     def __init__(self, start: int, adaptive: bool, min_steps: int):
         self.current = start
@@ -507,7 +510,7 @@ class _ThreadChoice:
         old = self.rate.get(threads)
         self.rate[threads] = r if old is None else 0.5 * (old + r)
         best = max(self.rate, key=self.rate.get)
-        if self.rate[best] > self.rate.get(self.current, 0.0):
+        if self.rate[best] > self.MARGIN * self.rate.get(self.current, 0.0):
             self.current = best
 
     @property
@@ -576,7 +579,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     reference).  The weights, the rotation and the held-out samples do not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
     None (default) takes 2 when a second CPU is free for this call and N >= 512 (float32) or
-    2048 (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
+    1024 (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
