@@ -128,8 +128,7 @@ class CKernel:
                                _ptr(scale), N, n_tr, K, M, eta, act, n_steps, _ptr(z),
                                _ptr(x), _ptr(y), _ptr(work), ctypes.byref(cpu))
         if r == -2:
-            raise MemoryError("the C step kernel could not allocate its work space or start "
-                              "its second thread")
+            raise MemoryError("the C step kernel could not allocate its work space")
         return r, cpu.value
 
 

@@ -715,9 +715,9 @@ static int local_init(local_t *T, const shared_t *S, const uint64_t *st, const d
 /* n_steps SGD steps on stream gen, weights in row layout J (K, N), B (M, N), with 1 or 2
  * threads (the same bits either way).  On entry z, x, y hold the current sample and its
  * fields, on exit the next ones; work holds >= N doubles (the other sample buffer).  Only
- * coordinates a < n_tr are updated.  *helper_cpu_s gets the second thread's CPU time.
- * Returns -1, the step t at which a field was not finite, or -2 if memory or a thread could
- * not be had. */
+ * coordinates a < n_tr are updated.  *helper_cpu_s gets the second thread's CPU time (a
+ * second thread that cannot be started is done without).  Returns -1, the step t at which a
+ * field was not finite, or -2 if the work space could not be allocated. */
 int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B,
                  const double *scale, int64_t N, int64_t n_tr, int64_t K, int64_t M, double eta,
                  int act, int64_t n_steps, double *z, double *x, double *y, double *work,
@@ -745,11 +745,15 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
         if (local_init(&T[1], S, st, x, y)) goto done;
         pthread_t th;
         job_t jb = {S, &T[1], -1, 0.0};
-        if (pthread_create(&th, NULL, part1_thread, &jb)) goto done;
-        result = gen == GEN_F32 ? run_part(GEN_F32, S, &T[0], 0) : run_part(GEN_ZIG, S, &T[0], 0);
-        pthread_join(th, NULL);
-        *helper_cpu_s = jb.cpu_s;
-        if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
+        if (pthread_create(&th, NULL, part1_thread, &jb)) {
+            /* no second thread to be had: one thread gives the same bits */
+            result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+        } else {
+            result = gen == GEN_F32 ? run_part(GEN_F32, S, &T[0], 0) : run_part(GEN_ZIG, S, &T[0], 0);
+            pthread_join(th, NULL);
+            *helper_cpu_s = jb.cpu_s;
+            if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
+        }
     }
     /* where the current sample is and what the fields are after the last completed step */
     int64_t steps_done = result >= 0 ? result : n_steps;
