@@ -109,9 +109,11 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _COLUMN_KERNEL_MIN_K = 32
 # From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
 # it the per-step exchange between the cores is not paid back.  Two threads / one, steps per
-# second at K = M = 2 (bench/bench_simulate.py, BENCHMARKS §13): float32 1.1-1.3 at N = 512,
-# 1.3-1.5 at 1024, 1.5-1.7 at 2048-7000; xoshiro, whose redraws of rejected words are serial
-# across the two parts (one repair lane), 0.7-0.9 at 512, 1.2-1.3 at 1024, 1.3 at 7000.
+# second at K = M = 2: BENCHMARKS §13's table float32 1.20 (N = 256), 1.34 (1024), 1.73 (7000),
+# xoshiro 0.99, 1.29, 1.32; interleaved in-process runs of the landed kernel, 3 rounds each,
+# float32 0.7-1.3 at 512, 1.2-1.5 at 1024, 1.3-1.6 at 2048; xoshiro, whose redraws of rejected
+# words are serial across the two parts (one repair lane), 1.0-1.4 at 512, 1.0-1.3 at 1024.
+# Single rounds scatter (~15 %); the probe of _ThreadChoice undoes a bad pick.
 _TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 1024}
 # Steps per kernel call: sets how often the progress bar moves (about 10^7 multiply-adds, a few
 # ms) and, with two threads, how often the C kernel starts its second thread (x 8 then: a start
