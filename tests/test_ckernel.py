@@ -158,6 +158,18 @@ def test_a_failing_compiler_is_named_in_the_warning(monkeypatch, tmp_path, numba
     assert not list((tmp_path / "cache" / "ckernel").glob("*"))   # no half-written library
 
 
+def test_a_hanging_compiler_times_out(monkeypatch, tmp_path, numba_only):
+    cc = tmp_path / "slow-cc"
+    cc.write_text("#!/bin/sh\nsleep 30\n")
+    cc.chmod(0o755)
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setattr(ckernel, "COMPILE_TIMEOUT_S", 1)
+    ckernel.reset()
+    with pytest.warns(RuntimeWarning, match="did not finish within 1 s"):
+        assert ckernel.kernel() is None
+
+
 def test_switched_off_by_environment(monkeypatch, numba_only):
     monkeypatch.setenv("SCALING_ODES_NO_CKERNEL", "1")
     ckernel.reset()

@@ -36,6 +36,8 @@ SOURCE = Path(__file__).with_name("csrc") / "sgd_rows.c"
 CFLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-fno-strict-aliasing",
           "-pthread", "-shared", "-fPIC")
 
+COMPILE_TIMEOUT_S = 120
+
 _P = np.array([np.float32(c) for c in _T.CENTRAL_P], dtype=np.float32)
 _Q = np.array([np.float32(c) for c in _T.CENTRAL_Q], dtype=np.float32)
 _G = np.array(_T.TAIL_G, dtype=np.float64)
@@ -171,8 +173,11 @@ def build(cc: str) -> Path:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
     os.close(fd)
     try:
-        proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"],
-                              capture_output=True, text=True)
+        try:   # 1-2 s normally; a compiler that hangs must not hang the simulator
+            proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"],
+                                  capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise OSError(f"{cc} did not finish within {COMPILE_TIMEOUT_S} s") from None
         if proc.returncode:
             msg = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
             raise OSError(f"{cc} failed: {msg}")
