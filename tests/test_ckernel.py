@@ -146,26 +146,26 @@ def test_without_a_compiler_numba_runs_with_a_warning(monkeypatch, tmp_path, num
     assert np.array_equal(again.J_final, reference.J_final)
 
 
-def test_a_failing_compiler_is_named_in_the_warning(monkeypatch, tmp_path, numba_only):
-    cc = tmp_path / "broken-cc"
-    cc.write_text("#!/bin/sh\necho 'broken-cc: cannot compile today' >&2\nexit 1\n")
+def _fake_compiler(monkeypatch, tmp_path, script):
+    """CC is a shell script; the library cache is empty."""
+    cc = tmp_path / "fake-cc"
+    cc.write_text("#!/bin/sh\n" + script)
     cc.chmod(0o755)
     monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CC", str(cc))
     ckernel.reset()
-    with pytest.warns(RuntimeWarning, match="broken-cc: cannot compile today"):
+
+
+def test_a_failing_compiler_is_named_in_the_warning(monkeypatch, tmp_path, numba_only):
+    _fake_compiler(monkeypatch, tmp_path, "echo 'fake-cc: cannot compile today' >&2\nexit 1\n")
+    with pytest.warns(RuntimeWarning, match="fake-cc: cannot compile today"):
         assert ckernel.kernel() is None
     assert not list((tmp_path / "cache" / "ckernel").glob("*"))   # no half-written library
 
 
 def test_a_hanging_compiler_times_out(monkeypatch, tmp_path, numba_only):
-    cc = tmp_path / "slow-cc"
-    cc.write_text("#!/bin/sh\nsleep 30\n")
-    cc.chmod(0o755)
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("CC", str(cc))
+    _fake_compiler(monkeypatch, tmp_path, "sleep 30\n")
     monkeypatch.setattr(ckernel, "COMPILE_TIMEOUT_S", 1)
-    ckernel.reset()
     with pytest.warns(RuntimeWarning, match="did not finish within 1 s"):
         assert ckernel.kernel() is None
 
