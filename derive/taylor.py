@@ -51,8 +51,11 @@ class _Program:
         return len(self.nodes) - 1
 
     def _const(self, expr):
-        """Name of a constant holding ``expr`` (numbers print inline)."""
-        if expr.is_Number:
+        """Name of a constant holding ``expr`` (integers print inline).
+
+        A rational prints as ``ctx.convert(p)/q``, which needs the number context: only
+        ``jets_start`` has it, so rationals become named constants like every other one."""
+        if expr.is_Integer:
             return self.printer.doprint(expr)
         if expr in self._const_memo:
             return self._const_memo[expr]
