@@ -2,7 +2,7 @@
 
 Default tests (tiny): the HMC gradient against central finite differences, the closed Gibbs-error
 kernel against Monte Carlo over x, and concentration on the teacher for k = 1 with many samples.
-Default test added for issue 14: HMC against a quadrature posterior (d = 2, k = 1).
+Default test: HMC against a quadrature posterior (d = 2, k = 1).
 Full tests (`make verify`): k = 1 (a GLM) against its exact replica limit, which excludes the
 Gaussian-channel fixed point (the decisive check); and the d = 40, k = 20, β = 1 comparison with
 the fixed point, kept as an expected failure with its reason (README, sampling section).
@@ -95,7 +95,7 @@ def _points():
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=False, reason="issue 14, open and explained: the fixed point is not the "
+@pytest.mark.xfail(strict=False, reason="open and explained: the fixed point is not the "
                    "Bayes-optimal posterior of units with O(1) readouts (features 1, 2 at beta = 1; "
                    "see test_hmc_k1_follows_glm_formula_not_gaussian_channel and the README's sampling "
                    "section); at d = 40 the comparison also lacks power (SE of q_1 ~ 0.1 with 4-8 "

@@ -52,7 +52,7 @@ def _format_eps(values, digits: int):
 
 
 def solve_spec(spec: Spec, progress=None) -> dict:
-    """Solve a spec; returns the JSON-ready result (DESIGN.md §5 keys)."""
+    """Solve a spec; returns the JSON-ready result (keys: docs/guide/cli.md)."""
     started, cpu_started = time.perf_counter(), _cpu_s()
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()

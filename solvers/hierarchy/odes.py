@@ -118,7 +118,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
         stats = {}
-        # -- integrator dispatch (issue 13): Taylor series or RK7(8) --------------------------
+        # -- integrator dispatch: Taylor series or RK7(8) --------------------------
         if integrator == "taylor":
             if arithmetic != "flint":
                 raise ValueError("integrator = 'taylor' runs on flint arithmetic only")

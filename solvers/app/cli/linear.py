@@ -1,6 +1,6 @@
 """``scaling-odes linear curve|window|feature-scaling SPEC.toml``: the linear K = M = 1 theory.
 
-The spec is the common one (DESIGN.md §5) with ``[model] activation = "linear"``, K = M = 1
+The spec is the common one (docs/guide/spec.md) with ``[model] activation = "linear"``, K = M = 1
 (the averaged linear theory is that of one student and one teacher vector; other K, M are
 refused rather than silently mapped), ``[training] init = "expected"`` or ``"random"`` (the
 curve is the average over teacher and initial student either way; ``sigma_J`` enters as
