@@ -154,10 +154,11 @@ def test_site_builds_strict(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=600,
                          env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"})
     assert run.returncode == 0, run.stderr[-3000:]
-    for page in ("index.html", "reference/spec/index.html", "reference/cli/index.html",
-                 "reference/api/index.html", "theory/conventions/index.html",
-                 "notebooks/02_figure1/index.html", "gallery/index.html",
-                 "benchmarks/index.html"):
+    for page in ("index.html", "reference/spec.html", "reference/cli.html",
+                 "reference/api.html", "theory/conventions.html", "notebooks/02_figure1.html",
+                 "gallery.html", "benchmarks.html"):
         assert (tmp_path / "site" / page).stat().st_size > 0, page
-    api = (tmp_path / "site" / "reference/api/index.html").read_text()
+    spec = (tmp_path / "site" / "reference/spec.html").read_text()
+    assert spec.count("<table") >= 10                       # one table per section
+    api = (tmp_path / "site" / "reference/api.html").read_text()
     assert "solve_spec" in api and "simulate" in api
