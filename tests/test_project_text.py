@@ -117,3 +117,23 @@ def test_user_docs_name_existing_files():
                 if not resolved.exists():
                     missing.append(f"{path.relative_to(ROOT)}: link {target}")
     assert not missing, "\n".join(missing)
+
+
+DOC_PATH_RE = re.compile(r"(?<![\w/.~$-])((?:docs|examples)/[\w./-]*[\w/])")
+
+
+def test_code_names_existing_docs():
+    """Comments and docstrings that send the reader to docs/ or examples/ name real files."""
+    missing = []
+    for path in tracked_files():
+        if path.suffix not in (".py", ".toml", ".c", ".ipynb"):
+            continue
+        text = _text(path) or ""
+        for m in DOC_PATH_RE.finditer(text):
+            rel = m.group(1)
+            if text[m.end():m.end() + 1] in ("<", "*", "{") or "figures/cache" in rel \
+                    or "sweep-results" in rel:
+                continue
+            if not _exists(rel, path.parent):
+                missing.append(f"{path.relative_to(ROOT)}: {rel}")
+    assert not missing, "\n".join(sorted(set(missing)))
