@@ -120,7 +120,7 @@ def test_spec_reference_lists_every_schema_and_key():
         schema = getattr(importlib.import_module(module), variable)
         if subkey:
             schema = schema[subkey]
-        source = f"Source: `{module}.{variable}`" + (f"[{subkey!r}]" if subkey else "")
+        source = f"Source: `{module}.{variable}" + (f'["{subkey}"]' if subkey else "") + "`"
         section = next(s for s in text.split("### ") if source in s)
         for key in schema:
             assert f"| `{key}` |" in section, f"[{title}] {key} missing from the reference"

@@ -172,8 +172,8 @@ def schema_table(module_name, variable, subkey) -> str:
 def spec_reference() -> str:
     parts = []
     for title, module, variable, subkey, used_by in SECTIONS:
-        parts.append(f"### `[{title}]`\n\nRead by {used_by}. Source: `{module}.{variable}`"
-                     f"{f'[{subkey!r}]' if subkey else ''}.\n\n"
+        source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
+        parts.append(f"### `[{title}]`\n\nRead by {used_by}. Source: `{source}`.\n\n"
                      f"{schema_table(module, variable, subkey)}\n")
     return "\n".join(parts)
 
