@@ -109,14 +109,15 @@ def test_shell_blocks(body):
 
 def test_spec_reference_lists_every_schema_and_key():
     ref = _hooks()
-    listed = {(module, variable) for _, module, variable, _, _ in ref.SECTIONS}
+    sections = ref.SECTIONS + ref.discovered_schemas()
+    listed = {(module, variable) for _, module, variable, _, _ in sections}
     for module_name in ("solvers.app.sections", "solvers.app.cli.bayes", "solvers.app.cli.kernel"):
         module = importlib.import_module(module_name)
         for name in dir(module):
             if name.endswith("SCHEMA") and isinstance(getattr(module, name), dict):
                 assert (module_name, name) in listed, f"{module_name}.{name} is not documented"
     text = ref.spec_reference()
-    for title, module, variable, subkey, _ in ref.SECTIONS:
+    for title, module, variable, subkey, _ in sections:
         schema = getattr(importlib.import_module(module), variable)
         if subkey:
             schema = schema[subkey]

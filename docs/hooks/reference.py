@@ -169,9 +169,35 @@ def schema_table(module_name, variable, subkey) -> str:
     return "\n".join(rows)
 
 
+SCHEMA_PACKAGES = ("solvers.app", "solvers.app.cli")
+
+
+def discovered_schemas() -> list[tuple]:
+    """Section schemas in the app modules that SECTIONS does not list yet (a new subcommand's
+    section is documented from the day it exists; SECTIONS only adds its name and readers)."""
+    import pkgutil
+    listed = {id(getattr(importlib.import_module(m), v)) for _, m, v, _, _ in SECTIONS}
+    found = []
+    for package_name in SCHEMA_PACKAGES:
+        package = importlib.import_module(package_name)
+        for info in pkgutil.iter_modules(package.__path__):
+            if info.ispkg:
+                continue
+            name = f"{package_name}.{info.name}"
+            module = importlib.import_module(name)
+            for variable, value in vars(module).items():
+                if (variable.endswith("SCHEMA") and isinstance(value, dict) and value
+                        and all(isinstance(v, tuple) and len(v) == 3 for v in value.values())
+                        and id(value) not in listed):        # re-exports count once
+                    listed.add(id(value))
+                    title = variable[:-len("SCHEMA")].strip("_").lower() or info.name
+                    found.append((title, name, variable, None, f"`{info.name}` (see its `--help`)"))
+    return found
+
+
 def spec_reference() -> str:
     parts = []
-    for title, module, variable, subkey, used_by in SECTIONS:
+    for title, module, variable, subkey, used_by in SECTIONS + discovered_schemas():
         source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
         parts.append(f"### `[{title}]`\n\nRead by {used_by}. Source: `{source}`.\n\n"
                      f"{schema_table(module, variable, subkey)}\n")
