@@ -42,13 +42,13 @@ Theory and simulation of one realisation (erf, K = M = 2, L = 4, N = 256), a few
 True
 >>> ax = c.plot()                      # theory line, simulation points; log-log
 
-More digits than float64 has, in the level basis (python-flint; the precision is chosen and
-checked by a second run), about 6 s:
+More digits than float64 carries, in the level basis (python-flint; the precision is chosen
+and checked by a second run):
 
 >>> r = solvers.solve({"data": {"L": 4, "beta": 1, "N": 64}, "training": {"eta": 0.5},
-...                    "solve": {"alphas": [10], "digits": 18}})
+...                    "solve": {"alphas": [10], "digits": 16}})
 >>> r.exact("eps_g"), r.eps_g.dtype
-(['0.0139139195814894246'], dtype('float64'))
+(['0.01391391958148942'], dtype('float64'))
 """
 from solvers.api.inputs import SpecError
 from solvers.api.results import CompareResult, Result, SimulateResult, SolveResult

@@ -63,7 +63,7 @@ def as_spec(spec, sections: str = "any") -> Spec:
     """
     extra = SECTIONS[sections]
     if isinstance(spec, Spec):
-        allowed = ("model", "data", "training", "init", "solve", *extra)
+        allowed = ("model", "data", "training", "solve", "init", *extra)
         for sec in spec.extra:
             if sec not in extra:
                 raise SpecError(f"{spec.path}: unknown section [{sec}] (allowed: "
