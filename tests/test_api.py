@@ -128,6 +128,9 @@ def test_simulate_refuses_expected_init_as_the_cli_does(tmp_path, capsys):
     assert str(exc.value) == err.strip().removeprefix("scaling-odes: error: ")
     with pytest.raises(SpecError, match="unknown section \\[linear\\]"):
         compare({**SPEC, "linear": {}})
+    parsed = load_spec({**SPEC, "linear": {}})         # load_spec accepts every section
+    with pytest.raises(SpecError, match="unknown section \\[linear\\] \\(allowed: model, data"):
+        solve(parsed)                                  # solve does not read [linear]
 
 
 def _toml(doc: dict) -> str:
