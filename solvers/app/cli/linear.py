@@ -24,8 +24,15 @@ from solvers.app.cli.common import json_command, spec_command
 def _load(path):
     """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
     from solvers.app import sections
-    from solvers.app.spec import SpecError, load_spec
+    from solvers.app.spec import load_spec
     spec = load_spec(path, extra_sections=("linear",))
+    check_linear(spec)
+    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
+
+
+def check_linear(spec) -> None:
+    """What the linear theory needs of a spec (activation, K = M = 1, no explicit init)."""
+    from solvers.app.spec import SpecError
     name = spec.path
     m, t = spec.model, spec.training
     if m.activation != "linear":
@@ -37,7 +44,6 @@ def _load(path):
     if t.init == "explicit":
         raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
-    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
 
 
 def curve_result(spec, route: str, progress=None) -> dict:

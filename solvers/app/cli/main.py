@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from solvers.app.cli import bayes as cli_bayes
+from solvers.app.cli import compare as cli_compare
 from solvers.app.cli import figures as cli_figures
 from solvers.app.cli import kernel as cli_kernel
 from solvers.app.cli import linear as cli_linear
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_regenerate)
     for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures):
         module.register(sub)
+    cli_compare.register(sub)
     return p
 
 
