@@ -1,0 +1,82 @@
+"""Expectations over the bulk spectrum D ~ c·MP(β) of the trained first layer.
+
+MP(β) is the law of the eigenvalues of W0 W0ᵀ (p × p, unit rows, β = p/d): mean 1, support
+[(1−√β)², (1+√β)²], plus an atom 1 − 1/β at 0 when β > 1.  The fixed point needs, for
+S = s + v D (s = λ + V̂2 > 0, v = V̂1 ≥ 0), the five averages
+
+    E 1/S,  E D/S,  E 1/S²,  E D/S²,  E D²/S².
+
+Two independent routes: :class:`MPQuadrature` (float64; x = (a+b)/2 − (b−a)/2 cos θ and the
+midpoint rule in θ — the integrand is then a smooth periodic function, even at β = 1 where the
+density has its x^(−1/2) singularity, so the rule converges geometrically) and
+:func:`stieltjes_averages` (closed form through the Stieltjes transform of MP, any number type,
+used by the mpmath route and by the tests).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def mp_edges(beta: float):
+    """Support (a, b) of the continuous part of MP(β)."""
+    sb = math.sqrt(beta)
+    return (1 - sb) ** 2, (1 + sb) ** 2
+
+
+class MPQuadrature:
+    """Nodes x_j and weights w_j with Σ_j w_j g(x_j) ≈ E_{MP(β)} g (atom included)."""
+
+    def __init__(self, beta: float, n: int = 400):
+        if not beta > 0:
+            raise ValueError(f"beta = {beta} must be > 0")
+        a, b = mp_edges(beta)
+        theta = (np.arange(n) + 0.5) * np.pi / n
+        half = (b - a) / 2
+        x = (a + b) / 2 - half * np.cos(theta)
+        w = (np.pi / n) * half ** 2 * np.sin(theta) ** 2 / (2 * np.pi * beta * x)
+        if beta > 1:
+            x = np.concatenate([[0.0], x])
+            w = np.concatenate([[1 - 1 / beta], w])
+        self.beta, self.x, self.w = beta, x, w
+
+    def averages(self, s, v, c: float):
+        """The five averages for arrays s, v (broadcast over a trailing spectrum axis)."""
+        s = np.asarray(s, dtype=float)[..., None]
+        v = np.asarray(v, dtype=float)[..., None]
+        d = c * self.x
+        inv = 1.0 / (s + v * d)
+        inv2 = inv * inv
+        w = self.w
+        return {"1/S": inv @ w, "D/S": (d * inv) @ w, "1/S2": inv2 @ w,
+                "D/S2": (d * inv2) @ w, "D2/S2": (d * d * inv2) @ w}
+
+
+def stieltjes(wv, beta, sqrt=math.sqrt):
+    """m(w) = E_{MP(β)} 1/(x − w) for real w < 0 and its derivative m'(w).
+
+    m is the root of β w m² + (w + β − 1) m + 1 = 0 with m ~ −1/w at infinity, taken in the
+    form that adds terms of one sign (no cancellation)."""
+    bq = wv + beta - 1
+    disc = sqrt(bq * bq - 4 * beta * wv)
+    if -bq >= 0:
+        m = 2 / (-bq + disc)
+    else:
+        m = (-bq - disc) / (2 * beta * wv)
+    dm = -(beta * m * m + m) / (2 * beta * wv * m + wv + beta - 1)
+    return m, dm
+
+
+def stieltjes_averages(s, v, c, beta, sqrt=math.sqrt):
+    """The five averages in closed form (scalars of any number type; v > 0).
+
+    With A(s, v) = E 1/(s + vD) = m(w)/(vc), w = −s/(vc):  E 1/S² = −∂A/∂s = m'(w)/(vc)²,
+    E D/S = (1 − sA)/v, E D/S² = (A − s E 1/S²)/v, E D²/S² = (E D/S − s E D/S²)/v."""
+    vc = v * c
+    m, dm = stieltjes(-s / vc, beta, sqrt)
+    A = m / vc
+    i2 = dm / vc ** 2
+    ds = (1 - s * A) / v
+    ds2 = (A - s * i2) / v
+    return {"1/S": A, "D/S": ds, "1/S2": i2, "D/S2": ds2, "D2/S2": (ds - s * ds2) / v}
