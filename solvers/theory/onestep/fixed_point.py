@@ -43,9 +43,7 @@ class Tables:
         return f @ self.w
 
 
-def tables(student: Activation, target: Activation, gamma: float, r: float, c: float,
-           step: float = KAPPA_STEP, half: float = KAPPA_HALF) -> Tables:
-    """Tabulate μ0, μ1, μ⋆², h, h1, h2 on the κ nodes (inner ξ averages by the same rule)."""
+def _tables_at(student, target, gamma, r, c, step, half) -> Tables:
     k, w = trapezoid_rule(step, half)
     xi, wx = trapezoid_rule(step, half)
     u = r * k[:, None] + np.sqrt(c) * xi[None, :]
@@ -59,6 +57,38 @@ def tables(student: Activation, target: Activation, gamma: float, r: float, c: f
     h1 = (tv * xi[None, :]) @ wx
     h2 = (tv * tv) @ wx
     return Tables(k, w, mu0, mu1, mus2, h, h1, h2)
+
+
+def _moments(t: Tables):
+    k = t.kappa
+    return np.array([t.E(t.mu0 ** 2), t.E(t.mu1 ** 2), t.E(t.mus2), t.E(t.h * t.mu0),
+                     t.E(k * t.mu1 * t.h), t.E(t.mu1 * t.h1), t.E(t.h2), t.E(t.mu1 ** 4)])
+
+
+def tables(student: Activation, target: Activation, gamma: float, r: float, c: float,
+           step: float = KAPPA_STEP, half: float = KAPPA_HALF, rtol: float = 1e-12,
+           max_halvings: int = 3) -> Tables:
+    """Tabulate μ0, μ1, μ⋆², h, h1, h2 on the κ nodes (inner ξ averages by the same rule).
+
+    The rule is checked against the one with half the step (whose nodes contain the first):
+    the tables at the shared nodes and eight κ-averages must agree to ``rtol`` (relative to
+    their scale), else the step is halved again; FixedPointError if that does not help (a
+    large c makes tanh's poles come close to the real ξ axis: error ~exp(−π²/(√c h)))."""
+    coarse = _tables_at(student, target, gamma, r, c, step, half)
+    for _ in range(max_halvings + 1):
+        step /= 2
+        fine = _tables_at(student, target, gamma, r, c, step, half)
+        worst = 0.0
+        for name in ("mu0", "mu1", "mus2", "h", "h1", "h2"):
+            a, b = getattr(coarse, name), getattr(fine, name)[::2]
+            worst = max(worst, float(np.max(np.abs(a - b))) / max(1.0, float(np.max(np.abs(b)))))
+        ma, mb = _moments(coarse), _moments(fine)
+        worst = max(worst, float(np.max(np.abs(ma - mb) / np.maximum(1.0, np.abs(mb)))))
+        if worst <= rtol:
+            return fine
+        coarse = fine
+    raise FixedPointError(f"the Gaussian averages do not settle (relative change {worst:.1e} at "
+                          f"step {step:g}; c = {c:g}, r = {r:g} too large for the quadrature)")
 
 
 def _solve2(a11, a12, a21, a22, b1, b2):
