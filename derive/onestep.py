@@ -108,18 +108,20 @@ def conditional_coefficients(name: str) -> dict | None:
     if name == "erf":
         return {"mu0": sp.erf(a / sp.sqrt(2 * (1 + c))),
                 "mu1": sp.sqrt(2 / sp.pi) / sp.sqrt(1 + c) * sp.exp(-a ** 2 / (2 * (1 + c)))}
-    if name in ("sin", "sin2", "he3", "cubic"):
-        s = activation(name).subs(z, a + sp.sqrt(c) * xi)
-        ds = sp.diff(activation(name), z).subs(z, a + sp.sqrt(c) * xi)
-        out = {"mu0": _gauss(sp.expand_trig(s) if name.startswith("sin") else sp.expand(s), xi),
-               "mu1": _gauss(sp.expand_trig(ds) if name.startswith("sin") else sp.expand(ds),
-                             xi)}
-        if not name.startswith("sin"):
-            out["second"] = _gauss(sp.expand(s ** 2), xi)
-        else:   # sin(k u)² = (1 − cos 2k u)/2 and E cos(k(a + √c ξ)) = cos(k a) e^{−k² c/2}
-            k = 1 if name == "sin" else 2
-            out["second"] = (1 - sp.cos(2 * k * a) * sp.exp(-2 * k ** 2 * c)) / 2
-        return {key: sp.simplify(v) for key, v in out.items()}
+    if name in ("sin", "sin2"):
+        # E exp(ik(a + √c ξ)) = exp(ika − k²c/2): real and imaginary parts; sin² = (1 − cos 2ku)/2
+        k = 1 if name == "sin" else 2
+        damp = sp.exp(-k ** 2 * c / 2)
+        return {"mu0": sp.sin(k * a) * damp, "mu1": k * sp.cos(k * a) * damp,
+                "second": (1 - sp.cos(2 * k * a) * sp.exp(-2 * k ** 2 * c)) / 2}
+    if name in ("he3", "cubic"):
+        # polynomials: E ξ^j are the Gaussian moments (j − 1)!! for even j
+        def smooth(e):
+            poly = sp.Poly(sp.expand(e.subs(z, a + sp.sqrt(c) * xi)), xi)
+            return sp.expand(sum(coef * (sp.factorial2(j - 1) if j % 2 == 0 else 0)
+                                 for (j,), coef in poly.terms()))
+        s = activation(name)
+        return {"mu0": smooth(s), "mu1": smooth(sp.diff(s, z)), "second": smooth(s ** 2)}
     activation(name)
     return None
 

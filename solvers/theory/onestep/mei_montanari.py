@@ -50,12 +50,14 @@ def test_error(mu1, m2, mu1_star, m2_star, beta, alpha, lam, noise=0.0, mp: bool
     zeta2 = mu1 ** 2 / mus2
     lam_bar = lam / alpha / mus2
     s = sqrt(beta * alpha * lam_bar)
-    a, b = _nu(beta, alpha, zeta2, s, tol, one)
-    if mp:
+    if mp:      # float64 start, then Newton at the working precision
+        a, b = _nu(float(beta), float(alpha), float(zeta2), float(s), 1e-15, 1.0)
         def F(aa, bb):
             return (aa - beta / (s + bb + zeta2 * bb / (1 + zeta2 * aa * bb)),
                     bb - alpha / (s + aa + zeta2 * aa / (1 + zeta2 * aa * bb)))
-        a, b = mpmath.findroot(F, (a, b))
+        a, b = mpmath.findroot(F, (mpmath.mpf(a), mpmath.mpf(b)))
+    else:
+        a, b = _nu(beta, alpha, zeta2, s, tol, one)
     chi = -a * b
     zeta = sqrt(zeta2)
     E0, E1, E2 = (f(chi, zeta, beta, alpha) for f in _polys("mpmath" if mp else "math"))

@@ -26,7 +26,13 @@ def mp_edges(beta: float):
 
 
 class MPQuadrature:
-    """Nodes x_j and weights w_j with Σ_j w_j g(x_j) ≈ E_{MP(β)} g (atom included)."""
+    """E_{MP(β)} g = g(0) + ∫ ρ(x) x · (g(x) − g(0))/x dx (the total mass is 1, atom included).
+
+    Written this way the weight ρ(x)·x = √((b − x)(x − a))/(2πβ) has no 1/x, so neither the
+    x^(−1/2) edge at β = 1 nor the near-singular edge a = (1 − √β)² ≈ 0 around it spoil the
+    midpoint rule in θ (x = (a+b)/2 − (b−a)/2 cos θ), and the atom at 0 for β > 1 needs no
+    separate term; the quotients (g(x) − g(0))/x of the five averages are written out in closed
+    form (no cancellation)."""
 
     def __init__(self, beta: float, n: int = 400):
         if not beta > 0:
@@ -34,23 +40,30 @@ class MPQuadrature:
         a, b = mp_edges(beta)
         theta = (np.arange(n) + 0.5) * np.pi / n
         half = (b - a) / 2
-        x = (a + b) / 2 - half * np.cos(theta)
-        w = (np.pi / n) * half ** 2 * np.sin(theta) ** 2 / (2 * np.pi * beta * x)
-        if beta > 1:
-            x = np.concatenate([[0.0], x])
-            w = np.concatenate([[1 - 1 / beta], w])
-        self.beta, self.x, self.w = beta, x, w
+        self.x = (a + b) / 2 - half * np.cos(theta)
+        self.wx = (np.pi / n) * half ** 2 * np.sin(theta) ** 2 / (2 * np.pi * beta)
+        self.beta = beta
+
+    def expect(self, g, g0: float = None):
+        """E g for a vectorised g (g0 = g(0); the quotient is formed numerically here)."""
+        g0 = g(0.0) if g0 is None else g0
+        return g0 + self.wx @ ((g(self.x) - g0) / self.x)
 
     def averages(self, s, v, c: float):
         """The five averages for arrays s, v (broadcast over a trailing spectrum axis)."""
         s = np.asarray(s, dtype=float)[..., None]
         v = np.asarray(v, dtype=float)[..., None]
-        d = c * self.x
-        inv = 1.0 / (s + v * d)
-        inv2 = inv * inv
-        w = self.w
-        return {"1/S": inv @ w, "D/S": (d * inv) @ w, "1/S2": inv2 @ w,
-                "D/S2": (d * inv2) @ w, "D2/S2": (d * d * inv2) @ w}
+        x = self.x
+        S = s + v * c * x
+        inv = 1.0 / S
+        vc = v * c
+        w = self.wx
+        s0 = s[..., 0]
+        return {"1/S": 1 / s0 - (vc * inv / s) @ w,
+                "D/S": (c * inv) @ w,
+                "1/S2": 1 / s0 ** 2 - (vc * (2 * s + vc * x) * inv * inv / (s * s)) @ w,
+                "D/S2": (c * inv * inv) @ w,
+                "D2/S2": (c * c * x * inv * inv) @ w}
 
 
 def stieltjes(wv, beta, sqrt=math.sqrt):
