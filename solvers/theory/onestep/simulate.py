@@ -83,10 +83,13 @@ def run(kind, *, d, beta, alpha, student, target, lam, srf=None, alpha0=None, et
     if kind == "protocol":
         theta = np.zeros(d)
         theta[0] = 1.0
-        n0 = max(1, int(round(alpha0 * d)))
-        X0 = rng.standard_normal((n0, d))
-        y0 = target.f(X0 @ theta) + np.sqrt(noise) * rng.standard_normal(n0)
-        W = one_step(W0, X0, y0, student, eta)
+        n0 = int(round(alpha0 * d))
+        if n0 > 0 and eta != 0:
+            X0 = rng.standard_normal((n0, d))
+            y0 = target.f(X0 @ theta) + np.sqrt(noise) * rng.standard_normal(n0)
+            W = one_step(W0, X0, y0, student, eta)
+        else:                               # α0 = 0: no step, plain random features
+            W = W0
 
         def features(X):
             return student.f(X @ W.T) / np.sqrt(p)
