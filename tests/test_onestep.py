@@ -273,3 +273,16 @@ def test_hundred_point_curve_is_fast():
     t0 = time.process_time()
     curve(st, np.linspace(0.05, 5, 100))
     assert time.process_time() - t0 < 1.0
+
+
+def test_small_spike_limit_is_stable_and_jumps_at_zero():
+    """r → 0⁺: the joint (m, t) solve stays finite (ŷ0 = μ0 m has a limit although m ~ 1/r),
+    the limit differs from r = 0 (the mean direction is free for every r > 0: a jump that a
+    finite network only shows for r ≫ p^(−1/2)), and the small-r case warns."""
+    with pytest.warns(UserWarning, match="free mean direction"):
+        a = curve(Setup("tanh", "tanh", 0.5, 1e-8), [0.5, 2.0])["eps_g"]
+    with pytest.warns(UserWarning):
+        b = curve(Setup("tanh", "tanh", 0.5, 1e-5), [0.5, 2.0])["eps_g"]
+    zero = curve(Setup("tanh", "tanh", 0.5, 0.0), [0.5, 2.0])["eps_g"]
+    assert np.max(np.abs(np.array(a) - b)) < 1e-9
+    assert min(z - x for z, x in zip(zero, a)) > 0.03

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,7 @@ from .srf import srf_parameters
 __all__ = ["Setup", "curve", "Activation", "ActivationError", "FixedPointError", "Tables",
            "resolve", "solve", "tables", "srf_parameters", "OVERLAPS"]
 
+SMALL_SPIKE = 0.05      # below: warn that finite widths do not see the free mean direction
 OVERLAPS = ("m", "t", "psi", "q1", "q2", "V1", "V2", "V1hat", "V2hat", "q1hat", "q2hat",
             "that", "psihat")
 
@@ -109,6 +111,14 @@ def curve(st: Setup, alpha) -> dict:
             np.any(alpha <= 0):
         raise ValueError("alpha must be a non-empty list of finite numbers > 0")
     p = st.srf()
+    notes = []
+    if 0 < p["r"] < SMALL_SPIKE:
+        # the mean direction m is free (unregularised) for every r > 0 at p = ∞, so the theory
+        # jumps at r = 0; a network of width p sees it only when r ≫ p^(−1/2)
+        notes.append(f"spike r = {p['r']:.3g} is small: the theory's free mean direction needs "
+                     f"r >> p^(-1/2), i.e. p >> {1 / p['r'] ** 2:.3g}; below that the network "
+                     f"follows the r = 0 (random-features) curve")
+        warnings.warn(notes[-1])
     res = solve(st.tables(), alpha, st.beta, p["c"], st.ridge, st.noise)
     ct = st.target_act.constants()
     return {"alpha": alpha.tolist(), "eps_g": res["eps_g"].tolist(),
@@ -120,4 +130,4 @@ def curve(st: Setup, alpha) -> dict:
             "meta": {"student_activation": st.student, "target_activation": st.target,
                      "alpha0": st.alpha0, "eta": st.eta, "width": st.beta, "ridge": st.ridge,
                      "noise": st.noise, "route": "float64 (trapezoid in κ, ξ; midpoint in θ "
-                     "for MP)", "wall_s": time.perf_counter() - t0}}
+                     "for MP)", "notes": notes, "wall_s": time.perf_counter() - t0}}

@@ -25,13 +25,13 @@ def lambda_inf(tab: Tables, m2_star: float) -> float:
 
 def lower(tab: Tables, m2_star: float) -> float:
     k, mu0, mu1 = tab.kappa, tab.mu0, tab.mu1
-    cols = [mu0, k * mu1]
-    G = np.array([[tab.E(a * b) for b in cols] for a in cols])
-    rhs = np.array([tab.E(tab.h * a) for a in cols])
-    # drop a column that vanishes identically (μ0 = 0 at r = 0)
-    keep = [i for i in range(2) if G[i, i] > 1e-300]
-    G, rhs = G[np.ix_(keep, keep)], rhs[keep]
-    explained = float(rhs @ np.linalg.solve(G, rhs)) if keep else 0.0
+    sw = np.sqrt(tab.w)
+    # least squares on √w-weighted columns: for small r, μ0 ≈ r κ μ1 and the two columns are
+    # nearly parallel — lstsq with a cut-off keeps the projection well defined
+    A = np.stack([sw * mu0, sw * k * mu1], axis=1)
+    b = sw * tab.h
+    coef = np.linalg.lstsq(A, b, rcond=1e-12)[0]
+    explained = float(np.sum((A @ coef) ** 2))
     e11 = tab.E(mu1 ** 2)
     zeta_part = tab.E(tab.h1 * mu1) ** 2 / e11 if e11 > 0 else 0.0
     return float(m2_star - explained - zeta_part)

@@ -51,9 +51,13 @@ def _tables_at(student, target, gamma, r, c, step, half) -> Tables:
     mu0 = s @ wx
     mu1 = student.df(u) @ wx
     mus2 = np.maximum((s * s) @ wx - mu0 ** 2 - c * mu1 ** 2, 0.0)   # ≥ 0 (Stein); rounding
+    if r == 0:          # σ odd: E σ(√c ξ) = 0 exactly (the rule's rounding would leave 1e-17)
+        mu0 = np.zeros_like(mu0)
     rho = np.sqrt(max(1.0 - gamma * gamma, 0.0))
     tv = target.f(gamma * k[:, None] + rho * xi[None, :])
     h = tv @ wx
+    if gamma == 0:
+        h = np.zeros_like(h)
     h1 = (tv * xi[None, :]) @ wx
     h2 = (tv * tv) @ wx
     return Tables(k, w, mu0, mu1, mus2, h, h1, h2)

@@ -26,5 +26,7 @@ def srf_parameters(student: Activation, target: Activation, alpha0: float, eta: 
     y2 = ct["m2"] + noise
     inv = 0.0 if alpha0 == float("inf") else 1 / alpha0
     unorm = sqrt(ct["mu1_star"] ** 2 + y2 * inv)
+    if unorm == 0:          # μ1⋆ = 0 and α0 = ∞: the step has no mean direction at all
+        return {"gamma": 0.0, "r": 0.0, "c": 1.0, "unorm": 0.0}
     return {"gamma": ct["mu1_star"] / unorm, "r": eta * cs["mu1"] * unorm,
             "c": 1 + eta ** 2 * y2 * cs["var_dsigma"] * inv, "unorm": unorm}
