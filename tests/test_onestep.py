@@ -106,6 +106,23 @@ def test_mp_moments_and_two_spectral_routes(beta):
             assert abs(a[key] - b[key]) < 1e-11 * abs(b[key]), (key, s, v, c)
 
 
+@pytest.mark.parametrize("beta", ["1/2", "1", "3"])
+def test_mp_density_mass_and_mean(beta):
+    """derive's continuous MP density: mass min(1, 1/β), first moment 1 (the atom adds no
+    mean), by mpmath.quad (30 digits)."""
+    b = sp.Rational(beta)
+    rho = sp.lambdify(D.x, D.mp_density().subs(D.beta, b), "mpmath")
+    with mpmath.workdps(30):
+        lo, hi = (mpmath.mpf(sp.N(e.subs(D.beta, b), 40)) for e in D.mp_edges())
+        # x = lo + u²: the √(x − a) edge (and the x^(−1/2) one at β = 1) become smooth
+        def E(g):
+            return mpmath.quad(lambda u: g(lo + u * u) * rho(lo + u * u) * 2 * u,
+                               [0, mpmath.sqrt(hi - lo)])
+        mass, mean = E(lambda t: 1), E(lambda t: t)
+        assert abs(mass - min(1, 1 / mpmath.mpf(b))) < mpmath.mpf(10) ** -20
+        assert abs(mean - 1) < mpmath.mpf(10) ** -20
+
+
 def test_stieltjes_equation_is_derives():
     m, w = sp.symbols("m w")
     P = D.mp_stieltjes_equation(m, w)
