@@ -33,7 +33,7 @@ def test_theory_json(tmp_path, capsys):
     assert len(res["eps_g"]) == 5 and set(res["srf"]) == {"gamma", "r", "c"}
     assert {"upper", "lower"} <= set(res["bounds"])
     assert {"m", "t", "psi", "q1", "q2", "V1", "V2"} <= set(res["overlaps"])
-    assert res["meta"]["width"] == 1.0
+    assert res["meta"]["width"] == 1.0 and "version" in res["meta"]
 
 
 def test_sim_json(tmp_path, capsys):

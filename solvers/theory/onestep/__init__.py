@@ -105,6 +105,7 @@ def bounds(st: Setup) -> dict:
 def curve(st: Setup, alpha) -> dict:
     """Test and training error, overlaps, sRF parameters, bounds and the best linear baseline
     at each α (> 0).  Raises FixedPointError when a fixed point is not reached."""
+    from solvers import __version__
     t0 = time.perf_counter()
     alpha = np.asarray(alpha, dtype=float)
     if alpha.ndim != 1 or alpha.size == 0 or not np.all(np.isfinite(alpha)) or \
@@ -127,7 +128,7 @@ def curve(st: Setup, alpha) -> dict:
             "srf": {k: float(p[k]) for k in ("gamma", "r", "c")},
             "bounds": bounds(st),
             "linear_baseline": float(ct["m2"] - ct["mu1_star"] ** 2),
-            "meta": {"student_activation": st.student, "target_activation": st.target,
+            "meta": {"version": __version__, "student_activation": st.student, "target_activation": st.target,
                      "alpha0": st.alpha0, "eta": st.eta, "width": st.beta, "ridge": st.ridge,
                      "noise": st.noise, "route": "float64 (trapezoid in κ, ξ; midpoint in θ "
                      "for MP)", "notes": notes, "wall_s": time.perf_counter() - t0}}
