@@ -87,3 +87,13 @@ def test_large_simulation_sized_before_work(tmp_path, capsys):
     spec = write_spec(tmp_path, BASE + "[sim]\nd = 30000\n")
     code, _, err = run_cli(["onestep-sim", spec], capsys)
     assert code == 2 and "GiB" in err and err.count("\n") == 1
+
+
+def test_one_seed_gives_null_not_nan(tmp_path, capsys):
+    spec = write_spec(tmp_path, BASE.replace("[0.2, 0.5, 1, 2, 3]", "[1]")
+                      + '[sim]\nd = 40\nseeds = 1\n')
+    code, out, err = run_cli(["onestep-sim", spec, "--json"], capsys)
+    assert code == 0, err
+    assert "NaN" not in out
+    res = json.loads(out)
+    assert res["sim"]["protocol"]["eps_g_sem"] == [None] and res["measured_srf"]["r_sem"] is None

@@ -139,7 +139,7 @@ def cmd_sim(args, st, sec, sim) -> dict:
             a = np.array([m[key] for m in ms])
             out["measured_srf"][key] = float(a.mean())
             out["measured_srf"][key + "_sem"] = (float(a.std(ddof=1) / np.sqrt(len(a)))
-                                                 if len(a) > 1 else float("nan"))
+                                                 if len(a) > 1 else None)
     out["meta"]["sim_wall_s"] = time.perf_counter() - t0
     return out
 

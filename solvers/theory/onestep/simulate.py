@@ -131,6 +131,7 @@ def repeat(kind, seeds, **kw) -> dict:
     for key in ("eps_g", "train_error"):
         a = np.array([r_[key] for r_ in runs])
         out[key] = a.mean(axis=0).tolist()
+        # one seed has no spread: None (JSON null), never NaN
         out[key + "_sem"] = (a.std(axis=0, ddof=1) / np.sqrt(len(runs))).tolist() \
-            if len(runs) > 1 else [float("nan")] * a.shape[1]
+            if len(runs) > 1 else [None] * a.shape[1]
     return out
