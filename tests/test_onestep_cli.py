@@ -97,3 +97,15 @@ def test_one_seed_gives_null_not_nan(tmp_path, capsys):
     assert "NaN" not in out
     res = json.loads(out)
     assert res["sim"]["protocol"]["eps_g_sem"] == [None] and res["measured_srf"]["r_sem"] is None
+
+
+@pytest.mark.parametrize("line", ["eta = 1e300", "noise = 1e300", "alpha = [1e300]"])
+def test_extreme_values_refused_in_one_line(tmp_path, capsys, line):
+    body = BASE.replace("alpha = [0.2, 0.5, 1, 2, 3]\n", "") + line + "\n"
+    if not line.startswith("alpha"):
+        body += "alpha = [1]\n"
+    body = "\n".join(l for l in body.splitlines()
+                     if not (l.startswith(line.split(" = ")[0] + " ") and l != line)) + "\n"
+    code, out, err = run_cli(["onestep", write_spec(tmp_path, body)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "internal error" not in err, err

@@ -106,6 +106,10 @@ def _theory(st, sec):
         return curve(st, list(sec["alpha"]))
     except FixedPointError as exc:
         raise CliError(str(exc)) from None
+    except ArithmeticError as exc:       # overflow of extreme inputs (eta = 1e300, ...)
+        raise CliError(f"the theory overflows float64 for these parameters ({exc}); "
+                       f"alpha0 = {st.alpha0}, eta = {st.eta}, width = {st.beta}, "
+                       f"ridge = {st.ridge}, noise = {st.noise}") from None
 
 
 @json_command(lambda path: _load(path, False)[:2])
