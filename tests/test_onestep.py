@@ -100,7 +100,7 @@ def test_mp_moments_and_two_spectral_routes(beta):
         got = q.expect(lambda x: x ** k, 1.0 if k == 0 else 0.0)
         assert abs(got - exact) < 1e-12 * max(1, exact), k
     for s, v, c in [(0.3, 0.7, 1.3), (0.01, 2.0, 1.0), (5.0, 0.1, 2.2)]:
-        a = q.averages(s, v, c)
+        a = q._quadrature(s, v, c)          # the rule alone (averages() switches near s < vc)
         b = stieltjes_averages(s, v, c, beta)
         for key in a:
             assert abs(a[key] - b[key]) < 1e-11 * abs(b[key]), (key, s, v, c)
@@ -171,6 +171,34 @@ def test_rf_limit_matches_mei_montanari(student, target, beta, lam, noise):
     for a, e in zip(al, res["eps_g"]):
         ref = MM.test_error(cs["mu1"], cs["m2"], ct["mu1_star"], ct["m2"], beta, a, lam, noise)
         assert abs(e - ref) < 1e-8 * max(1.0, ref), a
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 3.0])
+def test_rf_limit_near_interpolation_small_ridge(beta):
+    """λ = 1e-7 at and around the interpolation threshold α = β, where s = λ + V̂2 ≪ V̂1 c
+    (the regime in which the spectral rule alone loses digits; the closed form takes over):
+    Mei & Montanari to 1e-8 relative (the error itself is up to ~10³ at α = β)."""
+    st = Setup("tanh", "tanh", 0.0, 1.0, beta, 1e-7)
+    al = [0.5 * beta, beta, 2 * beta]
+    res = curve(st, al)
+    c = st.student_act.constants()
+    for a, e in zip(al, res["eps_g"]):
+        ref = MM.test_error(c["mu1"], c["m2"], c["mu1_star"], c["m2"], beta, a, 1e-7)
+        assert abs(e - ref) < 1e-8 * ref, (a, e, ref)
+
+
+@pytest.mark.parametrize("beta,alpha", [(1.0, 1.2), (3.0, 2.4)])
+def test_nearly_singular_spectrum_float_vs_mpmath(beta, alpha):
+    """Linear student (μ⋆ = 0, so S = λ + V̂1 D), λ = 1e-7: the pole of 1/S sits next to the
+    spectrum's edge (the spectral rule alone is off by 2e-4 at β = 1, α = 1.2; a rounded
+    μ⋆² ~ 1e-16 against V2 ~ 1/λ cost 2e-10 at β = 3).  Float64 vs the 30-digit route: 1e-11."""
+    st = Setup("linear", "tanh", 0.5, 1.0, beta, 1e-7)
+    p = st.srf()
+    fl = curve(st, [alpha])
+    ref = solve_mp(st.student_act, st.target_act, p["gamma"], p["r"], p["c"], alpha, beta,
+                   "1e-7", dps=30, step="0.2",
+                   start=(fl["overlaps"]["V1"][0], fl["overlaps"]["V2"][0]))
+    assert abs(fl["eps_g"][0] / float(ref["eps_g"]) - 1) < 1e-11
 
 
 def test_rf_limit_mpmath_twenty_digits():

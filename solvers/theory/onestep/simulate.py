@@ -64,7 +64,8 @@ def _conditional(student, kappa, r, c, step=0.1, half=11.0):
     u = r * kappa[:, None] + np.sqrt(c) * xi[None, :]
     s = student.f(u)
     mu0, mu1 = s @ w, student.df(u) @ w
-    mus = np.sqrt(np.maximum((s * s) @ w - mu0 ** 2 - c * mu1 ** 2, 0.0))
+    resid = s - mu0[:, None] - np.sqrt(c) * mu1[:, None] * xi[None, :]
+    mus = np.sqrt((resid * resid) @ w)
     return mu0, mu1, mus
 
 
