@@ -82,6 +82,12 @@ def tables(student: Activation, target: Activation, gamma: float, r: float, c: f
     the tables at the shared nodes and eight κ-averages must agree to ``rtol`` (relative to
     their scale), else the step is halved again; FixedPointError if that does not help (a
     large c makes tanh's poles come close to the real ξ axis: error ~exp(−π²/(√c h)))."""
+    finest = step / 2 ** (max_halvings + 1)
+    if not np.isfinite(c) or np.exp(-np.pi ** 2 / (np.sqrt(c) * finest)) > 1e-6:
+        # sized before any work: even the finest rule cannot resolve σ(√c ξ) (tanh's poles at
+        # distance π/(2√c) give an error ~exp(−π²/(√c h)))
+        raise FixedPointError(f"c = {c:.3g} is too large for the Gaussian quadrature (finest "
+                              f"step {finest:g}); lower eta or raise alpha0")
     coarse = _tables_at(student, target, gamma, r, c, step, half)
     for _ in range(max_halvings + 1):
         step /= 2
