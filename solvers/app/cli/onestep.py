@@ -4,7 +4,8 @@ gradient step on the first layer, then ridge on the readout (the spiked random f
     [onestep] student_activation = "tanh"   # odd: linear, erf (= erf(z/√2)), tanh, sin, sin2, he3, cubic
               target_activation = "tanh"    # the same list
               alpha0 = 0.5      # n0/d, samples of the step (0: no step, plain random features)
-              eta = 1.0         # step size on the rows (the network's rate on (1/2n0)Σ(y−f)² is p·eta)
+              eta = 1.0         # step on the rows: the network's rate on (1/2n0)Σ(y−f)² is p·eta
+                                # (the paper's η̃ — its companion code scales by p at every width)
               width = 1.0       # beta = p/d
               ridge = 0.01      # lambda > 0 in Σ(y − w·σ(Wx)/√p)² + lambda‖w‖²
               noise = 0.0       # label-noise variance

@@ -3,7 +3,8 @@ random-features (sRF) theory and its simulators.
 
 Model (Cui et al., ICML 2024, arXiv:2402.04980; the equations re-derived and checked here):
 x ~ N(0, I_d), y = σ⋆(θ⋆·x) + √Δ noise; p = β d rows on the unit sphere, readout 1/√p; one step
-of size η (on the rows) with n0 = α0 d samples; ridge Σ(y − w·σ(Wx)/√p)² + λ‖w‖² on n = α d
+w_i ← w_i + η (1/n0) Σ (y − f) σ'(w_i·x) x with n0 = α0 d samples (η is the paper's η̃; gradient
+descent on (1/2n0)Σ(y − f)² with rate p·η, at every width); ridge Σ(y − w·σ(Wx)/√p)² + λ‖w‖² on n = α d
 fresh samples; ε_g = E(σ⋆ − ŷ)² on fresh inputs (noiseless target).  σ, σ⋆ odd.
 
 Asymptotics.  The trained rows are an sRF σ(√c w·x + rκ), κ = v̂·x, θ⋆ = γv̂ + ρζ̂ (``srf``).
