@@ -1,0 +1,192 @@
+"""Exact Gaussian expectations of products of one-field factors, by Stein's lemma.
+
+For zero-mean jointly Gaussian fields z with covariance C, this module computes
+
+    E[ prod_a z_a^(p_a) * K_a(z_a) ]
+
+where each slot a carries a power p_a and a kind K_a: ``one`` (1), ``erf`` (erf(z/√2)),
+``gauss`` (exp(-z²/2)), ``theta`` (1[z > 0]) or ``delta`` (Dirac δ(z)).  Every activation of the
+family (polynomial, linear, erf, ReLU) and its derivatives are sums of such products
+(:mod:`derive.family.activations`), so every I2, I3, I4 reduces to calls of :func:`expect`.
+
+The reduction, each step exact:
+
+1. ``delta`` on slot b: condition on z_b = 0.  Factor (2 pi C_bb)^(-1/2), covariance replaced by
+   the Schur complement C - C e_b e_bᵀ C / C_bb on the other slots; a power of z_b kills the term.
+2. ``gauss`` on a set G of slots: exp(-|z_G|²/2) tilts the Gaussian.  Factor det(I + C_GG)^(-1/2),
+   covariance C - C_{:G} (I + C_GG)^(-1) C_{G:}; the slots stay, as kind ``one``.
+3. a power p_a > 0: Stein's lemma E[z_a F] = Σ_b C_ab E[∂_b F], with ∂ erf(z/√2) = √(2/π) exp(-z²/2),
+   ∂ 1[z>0] = δ(z), ∂ z^p = p z^(p-1).  The total degree drops by one per step.
+4. no powers left: only ``theta`` and ``erf`` slots remain.  With erf(z/√2) = E_w[sign(z + w)],
+   w ~ N(0, 1) independent, and 1[z>0] = (1 + sign z)/2, the expectation is a sum of sign moments
+   of Gaussians whose variances are C_aa (+1 on erf slots): odd moments vanish, the second is
+   (2/π) asin(r_ab), the fourth is 16 P4 - 1 - Σ_pairs (2/π) asin(r_ab) with P4 the orthant
+   probability of :class:`derive.family.orthant.Orthant4`.
+5. only ``one`` slots and powers: Isserlis/Wick, :func:`wick`.
+
+Terms that vanish by parity (z -> -z, when no ``theta`` slot breaks the symmetry) are dropped early.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations
+
+import sympy as sp
+
+from .activations import DELTA, ERF, GAUSS, ONE, THETA
+from .orthant import PAIRS, Orthant4
+
+MAX_SIGN_MOMENT = 4
+
+
+def wick(C, powers) -> sp.Expr:
+    """E[prod_a z_a^(p_a)] for z ~ N(0, C), exactly (Isserlis' theorem, as a recursion).
+
+    >>> import sympy as sp
+    >>> c = sp.Matrix(2, 2, sp.symbols("a b b d"))
+    >>> sp.expand(wick(c, (2, 2)))
+    a*d + 2*b**2
+    """
+    C = sp.ImmutableMatrix(C)
+    return _wick(C, tuple(int(p) for p in powers))
+
+
+@lru_cache(maxsize=100_000)
+def _wick(C, powers):
+    total = sum(powers)
+    if total == 0:
+        return sp.Integer(1)
+    if total % 2:
+        return sp.Integer(0)
+    # pair one copy of the first field with each remaining copy (Stein's lemma on polynomials)
+    a = next(i for i, p in enumerate(powers) if p)
+    rest = list(powers)
+    rest[a] -= 1
+    out = sp.Integer(0)
+    for b, p in enumerate(rest):
+        if p and C[a, b] != 0:
+            nxt = list(rest)
+            nxt[b] -= 1
+            out += p * C[a, b] * _wick(C, tuple(nxt))
+    return sp.expand(out)
+
+
+def expect(C, powers, kinds) -> sp.Expr:
+    """E[prod_a z_a^(powers[a]) K_a(z_a)] for z ~ N(0, C) (see the module docstring).
+
+    Parameters
+    ----------
+    C : sympy Matrix, n x n symmetric (symbols or exact numbers)
+    powers : sequence of n non-negative ints
+    kinds : sequence of n kinds from ``one, erf, gauss, theta, delta``
+
+    Examples
+    --------
+    >>> import sympy as sp
+    >>> from derive.integrals import covariance_symbols
+    >>> expect(covariance_symbols(2), (1, 1), ("theta", "theta"))   # ReLU-ReLU (arc-cosine)
+    C12*asin(C12/(sqrt(C11)*sqrt(C22)))/(2*pi) + C12/4 + sqrt(C11*C22 - C12**2)/(2*pi)
+    """
+    if len(powers) != len(kinds) or C.shape != (len(kinds), len(kinds)):
+        raise ValueError("expect: C, powers and kinds must have matching sizes")
+    return _expect(sp.ImmutableMatrix(C), tuple(int(p) for p in powers), tuple(kinds))
+
+
+def _drop(C, powers, kinds, keep):
+    return (C.extract(keep, keep), tuple(powers[i] for i in keep), tuple(kinds[i] for i in keep))
+
+
+def _simplify_entry(e):
+    return sp.factor(sp.cancel(e)) if e.free_symbols else sp.cancel(e)
+
+
+@lru_cache(maxsize=20_000)
+def _expect(C, powers, kinds):
+    n = len(kinds)
+    keep = [i for i in range(n) if powers[i] or kinds[i] != ONE]
+    if len(keep) < n:                      # a bare field integrates to one
+        C, powers, kinds = _drop(C, powers, kinds, keep)
+        n = len(keep)
+    if n == 0:
+        return sp.Integer(1)
+    if THETA not in kinds and (sum(powers) + kinds.count(ERF)) % 2:
+        return sp.Integer(0)               # odd under z -> -z
+    if DELTA in kinds:
+        b = kinds.index(DELTA)
+        if powers[b]:
+            return sp.Integer(0)           # z_b^p δ(z_b) = 0
+        cbb = C[b, b]
+        rest = [i for i in range(n) if i != b]
+        Cc = sp.ImmutableMatrix(len(rest), len(rest), lambda i, j: _simplify_entry(
+            C[rest[i], rest[j]] - C[rest[i], b] * C[rest[j], b] / cbb))
+        sub = _expect(Cc, tuple(powers[i] for i in rest), tuple(kinds[i] for i in rest))
+        return sub / sp.sqrt(2 * sp.pi * cbb) if sub != 0 else sub
+    if GAUSS in kinds:
+        G = [i for i in range(n) if kinds[i] == GAUSS]
+        A = sp.eye(len(G)) + C.extract(G, G)
+        det = sp.factor(sp.expand(A.det()))
+        Ainv = A.adjugate() / det
+        CG = C.extract(list(range(n)), G)
+        Ct = C - CG * Ainv * CG.T
+        Ct = sp.ImmutableMatrix(n, n, lambda i, j: _simplify_entry(Ct[i, j]))
+        sub = _expect(Ct, powers, tuple(ONE if k == GAUSS else k for k in kinds))
+        return sub / sp.sqrt(det) if sub != 0 else sub
+    if all(k == ONE for k in kinds):
+        return _wick(C, powers)
+    if any(powers):
+        a = next(i for i, p in enumerate(powers) if p)
+        p = list(powers)
+        p[a] -= 1
+        out = sp.Integer(0)
+        for b in range(n):
+            cab = C[a, b]
+            if cab == 0:
+                continue
+            term = sp.Integer(0)
+            if p[b]:
+                q = list(p)
+                q[b] -= 1
+                term += p[b] * _expect(C, tuple(q), kinds)
+            k = list(kinds)
+            if kinds[b] == ERF:
+                k[b] = GAUSS
+                term += sp.sqrt(2) / sp.sqrt(sp.pi) * _expect(C, tuple(p), tuple(k))
+            elif kinds[b] == THETA:
+                k[b] = DELTA
+                term += _expect(C, tuple(p), tuple(k))
+            out += cab * term
+        return out
+    return _signs(C, kinds)
+
+
+def _signs(C, kinds):
+    """E[prod over theta slots of 1[z>0] * prod over erf slots of erf(z/√2)], no powers."""
+    n = len(kinds)
+    var = [C[i, i] + (1 if kinds[i] == ERF else 0) for i in range(n)]
+    root = [sp.sqrt(v) for v in var]
+
+    def corr(a, b):
+        return C[a, b] / (root[a] * root[b])
+
+    E = [i for i in range(n) if kinds[i] == ERF]
+    T = [i for i in range(n) if kinds[i] == THETA]
+    out = sp.Integer(0)
+    for m in range(len(T) + 1):
+        for S in combinations(T, m):
+            out += _sign_moment(sorted(E + list(S)), corr)
+    return out / 2 ** len(T)
+
+
+def _sign_moment(slots, corr):
+    k = len(slots)
+    if k % 2:
+        return sp.Integer(0)
+    if k == 0:
+        return sp.Integer(1)
+    if k == 2:
+        return 2 / sp.pi * sp.asin(corr(*slots))
+    if k == 4:
+        r = [corr(slots[a], slots[b]) for a, b in PAIRS]
+        return 16 * Orthant4(*r) - 1 - sum(2 / sp.pi * sp.asin(x) for x in r)
+    raise NotImplementedError(f"sign moment of {k} fields (more than {MAX_SIGN_MOMENT}) "
+                              "has no implemented representation")
