@@ -32,6 +32,23 @@ import sympy as sp
 
 from .activations import ONE, activation
 from .expectations import expect
+from .relu import I2_FORMS, I3_FORMS, I4_FORMS
+
+ROUTES = ("auto", "engine")
+
+
+def _closed(table, acts, C, route):
+    """The hand-written closed form for these activations, or None (then the engine runs)."""
+    if route not in ROUTES:
+        raise ValueError(f"route must be one of {ROUTES}, got {route!r}")
+    if route == "engine":
+        return None
+    kinds = tuple(a.kind for a in acts)
+    if len(set(kinds)) == 1 and kinds[0] in ("erf", "linear"):
+        from derive import integrals as base          # the project's erf / linear forms
+        return {2: base.I2, 3: base.I3, 4: base.I4}[C.shape[0]](kinds[0], C)
+    form = table.get(kinds)
+    return form(C) if form else None
 
 
 def _expand(C, factors):
@@ -52,24 +69,40 @@ def _check_cov(C, n):
     return C
 
 
-def I2(g1, g2, C) -> sp.Expr:
-    """<g1(z1) g2(z2)> for a 2 x 2 covariance C."""
+def I2(g1, g2, C, route: str = "auto") -> sp.Expr:
+    """<g1(z1) g2(z2)> for a 2 x 2 covariance C.
+
+    ``route="auto"`` returns the hand-written closed form where one exists (relu, erf, linear
+    pairs; :mod:`derive.family.relu`, :mod:`derive.integrals`), else the engine's derivation;
+    ``route="engine"`` always derives (the tests compare the two).
+    """
     C = _check_cov(C, 2)
-    return _expand(C, [activation(g1).value_factor(), activation(g2).value_factor()])
+    acts = (activation(g1), activation(g2))
+    closed = _closed(I2_FORMS, acts, C, route)
+    if closed is not None:
+        return closed
+    return _expand(C, [a.value_factor() for a in acts])
 
 
-def I3(g1, g3, C) -> sp.Expr:
+def I3(g1, g3, C, route: str = "auto") -> sp.Expr:
     """<g1'(z1) z2 g3(z3)> for a 3 x 3 covariance C (linear in C12, C23; free of C22)."""
     C = _check_cov(C, 3)
-    return _expand(C, [activation(g1).derivative_factor(), ((0, 1), ONE),
-                       activation(g3).value_factor()])
+    acts = (activation(g1), activation(g3))
+    closed = _closed(I3_FORMS, acts, C, route)
+    if closed is not None:
+        return closed
+    return _expand(C, [acts[0].derivative_factor(), ((0, 1), ONE), acts[1].value_factor()])
 
 
-def I4(g1, g2, g3, g4, C) -> sp.Expr:
+def I4(g1, g2, g3, g4, C, route: str = "auto") -> sp.Expr:
     """<g1'(z1) g2'(z2) g3(z3) g4(z4)> for a 4 x 4 covariance C."""
     C = _check_cov(C, 4)
-    return _expand(C, [activation(g1).derivative_factor(), activation(g2).derivative_factor(),
-                       activation(g3).value_factor(), activation(g4).value_factor()])
+    acts = tuple(activation(g) for g in (g1, g2, g3, g4))
+    closed = _closed(I4_FORMS, acts, C, route)
+    if closed is not None:
+        return closed
+    return _expand(C, [acts[0].derivative_factor(), acts[1].derivative_factor(),
+                       acts[2].value_factor(), acts[3].value_factor()])
 
 
 def pair_integrals(student, teacher, C2=None, C3=None, C4=None) -> dict:
