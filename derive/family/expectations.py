@@ -89,23 +89,48 @@ def expect(C, powers, kinds) -> sp.Expr:
     """
     if len(powers) != len(kinds) or C.shape != (len(kinds), len(kinds)):
         raise ValueError("expect: C, powers and kinds must have matching sizes")
-    return _expect(sp.ImmutableMatrix(C), tuple(int(p) for p in powers), tuple(kinds))
+    return _expect(sp.ImmutableMatrix(C), (), tuple(int(p) for p in powers), tuple(kinds))
 
 
-def _drop(C, powers, kinds, keep):
-    return (C.extract(keep, keep), tuple(powers[i] for i in keep), tuple(kinds[i] for i in keep))
+# The covariance is carried as N / d with N a matrix of polynomials and d = prod(dfac), a product
+# of factors each known to be positive (variances and determinants of I + C_GG met on the way).
+# Square roots of variances then split exactly, sqrt(N_aa / d) = sqrt(N_aa) / sqrt(d), and
+# correlations N_ab / sqrt(N_aa N_bb) never see d: the results stay free of nested radicals.
+
+def _shrink(N, dfac):
+    """Divide N by those positive factors of d that divide every entry (exact polynomial division)."""
+    dfac = list(dfac)
+    changed = True
+    while changed:
+        changed = False
+        for i, f in enumerate(dfac):
+            if f.is_number:
+                continue
+            quo = []
+            for e in N:
+                q, r = sp.div(e, f, *sorted(f.free_symbols, key=str)) if e != 0 else (0, 0)
+                if r != 0:
+                    break
+                quo.append(sp.expand(q))
+            else:
+                N = sp.ImmutableMatrix(N.shape[0], N.shape[1], quo)
+                del dfac[i]
+                changed = True
+                break
+    return N, tuple(dfac)
 
 
-def _simplify_entry(e):
-    return sp.factor(sp.cancel(e)) if e.free_symbols else sp.cancel(e)
+def _drop(N, powers, kinds, keep):
+    return (N.extract(keep, keep), tuple(powers[i] for i in keep), tuple(kinds[i] for i in keep))
 
 
 @lru_cache(maxsize=20_000)
-def _expect(C, powers, kinds):
+def _expect(N, dfac, powers, kinds):
     n = len(kinds)
+    d = sp.Mul(*dfac)
     keep = [i for i in range(n) if powers[i] or kinds[i] != ONE]
     if len(keep) < n:                      # a bare field integrates to one
-        C, powers, kinds = _drop(C, powers, kinds, keep)
+        N, powers, kinds = _drop(N, powers, kinds, keep)
         n = len(keep)
     if n == 0:
         return sp.Integer(1)
@@ -115,58 +140,64 @@ def _expect(C, powers, kinds):
         b = kinds.index(DELTA)
         if powers[b]:
             return sp.Integer(0)           # z_b^p δ(z_b) = 0
-        cbb = C[b, b]
+        nbb = N[b, b]
         rest = [i for i in range(n) if i != b]
-        Cc = sp.ImmutableMatrix(len(rest), len(rest), lambda i, j: _simplify_entry(
-            C[rest[i], rest[j]] - C[rest[i], b] * C[rest[j], b] / cbb))
-        sub = _expect(Cc, tuple(powers[i] for i in rest), tuple(kinds[i] for i in rest))
-        return sub / sp.sqrt(2 * sp.pi * cbb) if sub != 0 else sub
+        Nc = sp.ImmutableMatrix(len(rest), len(rest), lambda i, j: sp.expand(
+            N[rest[i], rest[j]] * nbb - N[rest[i], b] * N[rest[j], b]))
+        Nc, dc = _shrink(Nc, dfac + (nbb,))
+        sub = _expect(Nc, dc, tuple(powers[i] for i in rest), tuple(kinds[i] for i in rest))
+        # density of z_b at 0: 1 / sqrt(2 pi C_bb), C_bb = N_bb / d
+        return sub * sp.sqrt(d) / (sp.sqrt(2 * sp.pi) * sp.sqrt(nbb)) if sub != 0 else sub
     if GAUSS in kinds:
         G = [i for i in range(n) if kinds[i] == GAUSS]
-        A = sp.eye(len(G)) + C.extract(G, G)
-        det = sp.factor(sp.expand(A.det()))
-        Ainv = A.adjugate() / det
-        CG = C.extract(list(range(n)), G)
-        Ct = C - CG * Ainv * CG.T
-        Ct = sp.ImmutableMatrix(n, n, lambda i, j: _simplify_entry(Ct[i, j]))
-        sub = _expect(Ct, powers, tuple(ONE if k == GAUSS else k for k in kinds))
-        return sub / sp.sqrt(det) if sub != 0 else sub
+        M = d * sp.eye(len(G)) + N.extract(G, G)
+        detM = sp.factor(sp.expand(M.det()))
+        NG = N.extract(list(range(n)), G)
+        Nt = N * detM - NG * M.adjugate() * NG.T
+        Nt = sp.ImmutableMatrix(n, n, lambda i, j: sp.expand(Nt[i, j]))
+        Nt, dt = _shrink(Nt, dfac + (detM,))
+        sub = _expect(Nt, dt, powers, tuple(ONE if k == GAUSS else k for k in kinds))
+        # det(I + C_GG)^(-1/2) = d^(|G|/2) / sqrt(det M)
+        return sub * sp.sqrt(d) ** len(G) / sp.sqrt(detM) if sub != 0 else sub
     if all(k == ONE for k in kinds):
-        return _wick(C, powers)
+        return _wick(N, powers) / d ** (sum(powers) // 2)
     if any(powers):
         a = next(i for i, p in enumerate(powers) if p)
         p = list(powers)
         p[a] -= 1
         out = sp.Integer(0)
         for b in range(n):
-            cab = C[a, b]
+            cab = N[a, b]
             if cab == 0:
                 continue
             term = sp.Integer(0)
             if p[b]:
                 q = list(p)
                 q[b] -= 1
-                term += p[b] * _expect(C, tuple(q), kinds)
+                term += p[b] * _expect(N, dfac, tuple(q), kinds)
             k = list(kinds)
             if kinds[b] == ERF:
                 k[b] = GAUSS
-                term += sp.sqrt(2) / sp.sqrt(sp.pi) * _expect(C, tuple(p), tuple(k))
+                term += sp.sqrt(2) / sp.sqrt(sp.pi) * _expect(N, dfac, tuple(p), tuple(k))
             elif kinds[b] == THETA:
                 k[b] = DELTA
-                term += _expect(C, tuple(p), tuple(k))
-            out += cab * term
+                term += _expect(N, dfac, tuple(p), tuple(k))
+            out += cab / d * term
         return out
-    return _signs(C, kinds)
+    return _signs(N, d, kinds)
 
 
-def _signs(C, kinds):
-    """E[prod over theta slots of 1[z>0] * prod over erf slots of erf(z/√2)], no powers."""
+def _signs(N, d, kinds):
+    """E[prod over theta slots of 1[z>0] * prod over erf slots of erf(z/√2)], no powers.
+
+    C = N / d; an erf slot's sign variable has variance C_aa + 1 = (N_aa + d) / d.
+    """
     n = len(kinds)
-    var = [C[i, i] + (1 if kinds[i] == ERF else 0) for i in range(n)]
-    root = [sp.sqrt(v) for v in var]
+    var = [N[i, i] + (d if kinds[i] == ERF else 0) for i in range(n)]
+    root = [sp.sqrt(sp.factor(v)) for v in var]
 
     def corr(a, b):
-        return C[a, b] / (root[a] * root[b])
+        return N[a, b] / (root[a] * root[b])
 
     E = [i for i in range(n) if kinds[i] == ERF]
     T = [i for i in range(n) if kinds[i] == THETA]
