@@ -31,7 +31,7 @@ from derive import integrals as base
 from derive.family import activations as A
 from derive.family.expectations import wick
 from derive.family.integrals import I2, I3, I4, pair_integrals
-from derive.family.orthant import Orthant4, orthant4_float, orthant4_mp
+from derive.family.orthant import Orthant4, lambdify, orthant4_float, orthant4_mp
 from derive.integrals import covariance_symbols
 
 pytestmark = [pytest.mark.quadrature, pytest.mark.closed_form, pytest.mark.higher_precision]
@@ -586,3 +586,54 @@ def test_expressions_are_exact():
             assert not e.atoms(sp.Float), (s, t, k)
             assert all(isinstance(n, sp.Rational) for n in e.atoms(sp.Number)), (s, t, k)
             assert e.atoms(sp.NumberSymbol) <= {sp.pi}, (s, t, k)
+
+
+def test_float64_lambdify_of_relu_I4():
+    """The numpy route (Gauss–Legendre orthant probability) against the 30-digit value."""
+    S = covariance_symbols(4)
+    syms = [S[a, b] for a in range(4) for b in range(a, 4)]
+    expr = I4("relu", "relu", "relu", "relu", S)
+    C = rational_cov(61, 4)
+    vals = [C[a, b] for a in range(4) for b in range(a, 4)]
+    f64 = lambdify(syms, expr, "numpy")(*[float(v) for v in vals])
+    assert abs(f64 - float(evaluate(expr, C, 30))) < 1e-14
+    with mp.workdps(30):
+        fmp = lambdify(syms, expr, "mpmath")(*_mp(vals))
+        assert abs(fmp - evaluate(expr, C, 30)) < mp.mpf(10) ** -28
+
+
+# ----------------------------------------------------------------------------- every pair
+
+FAMILY = ["relu", "erf", "linear", "x**2", "x**3 - 3*x"]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("s", FAMILY)
+@pytest.mark.parametrize("t", FAMILY)
+def test_every_pair_every_integral_20_digits(s, t):
+    """All eight integrals a (student, teacher) hierarchy calls, against the quadrature oracle
+    (I2, I3 at general covariances, I4 at one-factor ones)."""
+    dps = 20
+    got = pair_integrals(s, t)
+    slots = {"s": s, "t": t}
+    for key, expr in got.items():
+        kind, pattern = key.split("_")
+        if kind == "I2":
+            C = rational_cov(71, 2)
+            want = oracle_pair(slot_fn(slots[pattern[0]]), slot_fn(slots[pattern[1]]), _mpC(C), dps)
+        elif kind == "I3":
+            C = rational_cov(72, 3)
+            want = oracle_I3like(deriv(slot_fn(s)), slot_fn(slots[pattern[1]]), _mpC(C), dps)
+        else:
+            C, lam, sc = one_factor_cov(73)
+            fns = [deriv(slot_fn(s)), deriv(slot_fn(s))] + [slot_fn(slots[c]) for c in pattern[2:]]
+            want = one_factor(fns, lam, sc, dps)
+        assert_close(evaluate(expr, C, dps), want, dps, (s, t, key))
+
+
+@pytest.mark.parametrize("module", ["activations", "expectations", "orthant", "integrals", "relu"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    mod = importlib.import_module(f"derive.family.{module}")
+    assert doctest.testmod(mod, optionflags=doctest.ELLIPSIS).failed == 0

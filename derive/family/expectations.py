@@ -85,7 +85,7 @@ def expect(C, powers, kinds) -> sp.Expr:
     >>> import sympy as sp
     >>> from derive.integrals import covariance_symbols
     >>> expect(covariance_symbols(2), (1, 1), ("theta", "theta"))   # ReLU-ReLU (arc-cosine)
-    C12*asin(C12/(sqrt(C11)*sqrt(C22)))/(2*pi) + C12/4 + sqrt(C11*C22 - C12**2)/(2*pi)
+    C12*(asin(C12/(sqrt(C11)*sqrt(C22)))/(2*pi) + 1/4) + sqrt(C11*C22 - C12**2)/(2*pi)
     """
     if len(powers) != len(kinds) or C.shape != (len(kinds), len(kinds)):
         raise ValueError("expect: C, powers and kinds must have matching sizes")
