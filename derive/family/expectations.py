@@ -48,27 +48,54 @@ def wick(C, powers) -> sp.Expr:
     a*d + 2*b**2
     """
     C = sp.ImmutableMatrix(C)
-    return _wick(C, tuple(int(p) for p in powers))
+    return sp.expand(_wick(C, tuple(int(p) for p in powers)))
+
+
+def _wick(C, powers):
+    """Wick sum at the covariance C, from the C-independent table of :func:`_pairings`."""
+    n = len(powers)
+    pairs = [(a, b) for a in range(n) for b in range(a, n)]
+    out = sp.Integer(0)
+    for expo, coef in _pairings(powers).items():
+        out += coef * sp.Mul(*[C[a, b] ** e for (a, b), e in zip(pairs, expo) if e])
+    return out
 
 
 @lru_cache(maxsize=100_000)
-def _wick(C, powers):
-    total = sum(powers)
-    if total == 0:
-        return sp.Integer(1)
-    if total % 2:
-        return sp.Integer(0)
-    # pair one copy of the first field with each remaining copy (Stein's lemma on polynomials)
+def _pairings(powers):
+    """{exponents of (C_ab, a <= b): integer count} with E[prod z^p] = sum count * prod C_ab^e.
+
+    Pairs one copy of the first field with each remaining copy (Stein's lemma on polynomials);
+    depends only on the powers, so it is shared by every covariance the engine meets.
+    """
+    n = len(powers)
+    npairs = n * (n + 1) // 2
+    if sum(powers) == 0:
+        return {(0,) * npairs: 1}
+    if sum(powers) % 2:
+        return {}
+    index = {}
+    k = 0
+    for a in range(n):
+        for b in range(a, n):
+            index[a, b] = index[b, a] = k
+            k += 1
     a = next(i for i, p in enumerate(powers) if p)
     rest = list(powers)
     rest[a] -= 1
-    out = sp.Integer(0)
+    out = {}
     for b, p in enumerate(rest):
-        if p and C[a, b] != 0:
-            nxt = list(rest)
-            nxt[b] -= 1
-            out += p * C[a, b] * _wick(C, tuple(nxt))
-    return sp.expand(out)
+        if not p:
+            continue
+        nxt = list(rest)
+        nxt[b] -= 1
+        j = index[a, b]
+        for expo, coef in _pairings(tuple(nxt)).items():
+            e = list(expo)
+            e[j] += 1
+            e = tuple(e)
+            out[e] = out.get(e, 0) + p * coef
+    return out
 
 
 def expect(C, powers, kinds) -> sp.Expr:

@@ -31,7 +31,7 @@ from itertools import product
 import sympy as sp
 
 from .activations import ONE, activation
-from .expectations import expect
+from .expectations import _pairings, expect
 from .relu import I2_FORMS, I3_FORMS, I4_FORMS
 
 ROUTES = ("auto", "engine")
@@ -54,12 +54,32 @@ def _closed(table, acts, C, route):
 def _expand(C, factors):
     """Sum over the monomials of each slot's polynomial factor of expect(C, powers, kinds)."""
     kinds = tuple(k for _, k in factors)
-    out = sp.Integer(0)
+    if all(k == ONE for k in kinds):
+        return _polynomial(C, factors)
+    terms = []                      # one Add at the end: repeated += on an Add is quadratic
     for choice in product(*[[(p, c) for p, c in enumerate(coeffs) if c != 0]
                             for coeffs, _ in factors]):
         coef = sp.Mul(*[c for _, c in choice])
-        out += coef * expect(C, tuple(p for p, _ in choice), kinds)
-    return out
+        terms.append(coef * expect(C, tuple(p for p, _ in choice), kinds))
+    out = sp.Add(*terms)
+    # polynomial results (no sqrt, asin, orthant) are returned expanded: canonical and smaller
+    return sp.expand(out) if out.is_polynomial(*C.free_symbols) else out
+
+
+def _polynomial(C, factors):
+    """Polynomial slots only: accumulate Wick pairings as integer-exponent dictionaries and build
+    one sum at the end (SymPy's Add would re-sort on every partial sum)."""
+    n = C.shape[0]
+    pairs = [(a, b) for a in range(n) for b in range(a, n)]
+    acc = {}
+    for choice in product(*[[(p, c) for p, c in enumerate(coeffs) if c != 0]
+                            for coeffs, _ in factors]):
+        coef = sp.Mul(*[c for _, c in choice])
+        for expo, count in _pairings(tuple(p for p, _ in choice)).items():
+            acc[expo] = acc.get(expo, 0) + coef * count
+    terms = [c * sp.Mul(*[C[a, b] ** e for (a, b), e in zip(pairs, expo) if e])
+             for expo, c in acc.items() if c != 0]
+    return sp.expand(sp.Add(*terms))
 
 
 def _check_cov(C, n):
