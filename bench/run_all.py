@@ -33,6 +33,7 @@ SCRIPTS = [
     ("bench_modes_fast.py", True),    # modes basis at scale: L = 1024; K = M = 40, L = 512
     ("bench_kernel.py", True),        # eigenlearning, M = 2e6 modes x 100 P vs a brentq loop
     ("bench_taylor.py", True),        # Taylor integrator vs heyoka and RK7(8), 12-60 digits
+    ("bench_onestep.py", False),      # one-step sRF fixed point vs a damped loop (~2 s; no --quick)
 ]
 
 

@@ -2,7 +2,7 @@
 cover the code, and the site builds with warnings as errors.
 
 * ```toml blocks parse; those that are whole specs are validated by the loader of the command
-  that reads them (online-SGD spec, [bayes], [kernel]).
+  that reads them (online-SGD spec, [bayes], [kernel], [onestep]).
 * ```python blocks are executed, each in a fresh namespace in a temporary directory.
 * ```sh blocks: every `scaling-odes ...` line parses with the real argument parser and names
   existing files; every `make X` names a Makefile target.
@@ -64,6 +64,9 @@ def test_toml_blocks(body, tmp_path):
     elif "kernel" in doc:
         from solvers.app.cli import kernel
         kernel.load(path, with_mc="mc" in doc)
+    elif "onestep" in doc:
+        from solvers.app.cli import onestep
+        onestep._load(path, with_sim="sim" in doc)
 
 
 @pytest.mark.parametrize("body", blocks("python"))

@@ -34,7 +34,8 @@ SECTIONS = [
     ("solve", "solvers.app.spec", "_SCHEMA", "solve", "every online-SGD command"),
     ("linear", "solvers.app.sections", "LINEAR_SCHEMA", None,
      "`linear curve`, `linear window`, `linear feature-scaling`"),
-    ("simulate", "solvers.app.sections", "SIMULATE_SCHEMA", None, "`simulate`, `sweep`"),
+    ("simulate", "solvers.app.sections", "SIMULATE_SCHEMA", None,
+     "`simulate`, `compare`, `sweep`"),
     ("plateau", "solvers.app.sections", "PLATEAU_SCHEMA", None, "`plateau`"),
     ("asymptotic", "solvers.app.sections", "ASYMPTOTIC_SCHEMA", None, "`asymptotic`"),
     ("sweep", "solvers.app.sections", "SWEEP_SCHEMA", None, "`sweep`"),
@@ -44,6 +45,8 @@ SECTIONS = [
     ("mc", "solvers.app.cli.kernel", "MC_SCHEMA", None, "`kernel-mc`"),
     ("data", "solvers.app.cli.kernel", "DATA_SCHEMA", None,
      "`kernel`, `kernel-mc` (the toolkit's L-level spectrum instead of `a` / `eigenvalues`)"),
+    ("onestep", "solvers.app.cli.onestep", "ONESTEP_SCHEMA", None, "`onestep`, `onestep-sim`"),
+    ("sim", "solvers.app.cli.onestep", "SIM_SCHEMA", None, "`onestep-sim`"),
 ]
 
 
