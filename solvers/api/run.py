@@ -135,8 +135,9 @@ def compare(spec, *, progress: bool = False) -> CompareResult:
     """ODE theory against simulation for one spec (``scaling-odes compare``).
 
     The simulation runs on the ``[solve]`` grid (seeds from ``[simulate]``, default
-    ``training.seed``); the ODEs are solved for the realisation of ``training.seed`` (the same
-    teacher and initial student as the simulator draws) at the α the simulator recorded.
+    ``training.seed``); the ODEs are solved once per simulated seed, for that seed's own
+    realisation (the same teacher and initial student as the simulator draws), at the α the
+    simulator recorded.
     ``rms_deviation`` is the RMS over seeds and α of (ε_sim − ε_theory)/ε_theory, compared
     with ``finite_size_scale`` = 3/√N (``within``); see :mod:`solvers.app.compare` for why
     a relative measure and that scale.
