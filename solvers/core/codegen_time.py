@@ -6,17 +6,19 @@ state (``derive.codegen._derive``) and by the common-subexpression passes of the
 grow about like the square of the number of per-level state variables n = KM + K(K+1)/2.
 Measured CPU seconds from a cold cache (erf, this machine class; BENCHMARKS.md, "On-demand
 generation"): the model below is a least-squares fit of ``log t`` on ``log n`` over them.
+``solvers.app.validate`` sizes a request with its own, older rule before any work.
 
 >>> round(estimate_seconds("erf", 3, 3))
-12
+6
 """
 from __future__ import annotations
 
-# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2 (fit: erf K, M <= 4; linear:
-# every coefficient is a polynomial, ~100x cheaper)
-EXPONENT = 2.0
-COEFFICIENT = {"erf": 0.054, "linear": 0.0008}
-OVERHEAD = 0.1
+# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf with K, M <= 3,
+# (4, 2), (4, 4): every measured time within a factor 0.76 .. 1.31 of the model (erf K = M = 2:
+# 1.5 s, 3: 6.3 s, 4: 18.6 s).  Linear: every coefficient is a polynomial, ~30x cheaper.
+EXPONENT = 1.84
+COEFFICIENT = {"erf": 0.042, "linear": 0.0012}
+OVERHEAD = 0.05
 
 
 def n_state(K: int, M: int) -> int:
