@@ -9,7 +9,6 @@ one after the other; the printed texts of both variants are compared (they must 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 import sys

@@ -36,7 +36,7 @@ from derive.keys import SystemKey
 from solvers.app.solve import solve_spec
 from solvers.app.spec import parse_spec
 from solvers.core import registry
-from solvers.core.numbers import FlintContext, MpmathContext
+from solvers.core.numbers import MpmathContext
 from solvers.core.problem import Problem, random_init
 from solvers.hierarchy.odes import agreement_digits, integrate_problem
 
@@ -187,16 +187,10 @@ def test_default_solve_of_K3_M2_runs(cache):
 @pytest.fixture(scope="module")
 def k3m2_reference(run_cache):
     """erf K = 3, M = 2, order 1 and 2, level basis by the default route (flint, Taylor)."""
-    old = os.environ.get("SCALING_ODES_CACHE")
-    os.environ["SCALING_ODES_CACHE"] = str(run_cache)
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SCALING_ODES_CACHE", str(run_cache))
         return {order: solve_spec(parse_spec(_doc("erf", 3, 2, order, alpha_max=1.0)))
                 for order in (1, 2)}
-    finally:
-        if old is None:
-            del os.environ["SCALING_ODES_CACHE"]
-        else:
-            os.environ["SCALING_ODES_CACHE"] = old
 
 
 @pytest.mark.parametrize("order", [1, 2])
