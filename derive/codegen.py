@@ -35,6 +35,7 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
+from .derivatives import diff as _diff, free_symbols as _free
 from .hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
 TARGETS = ("mpmath", "numpy", "taylor")   # "taylor": jet recurrences (derive/taylor.py)
@@ -152,13 +153,16 @@ class _Derivation:
 
 
 def _derivatives(exprs, variables):
-    """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks."""
-    idx, out = [], []
+    """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks
+    (identical expressions, as the coefficients of different rows often are, once)."""
+    idx, out, free, done = [], [], {}, {}
     for k, expr in enumerate(exprs):
-        present = expr.free_symbols
+        present = _free(expr, free)
         for u, var in enumerate(variables):
             if var in present:
-                d = sp.diff(expr, var)
+                d = done.get((expr, var))
+                if d is None:
+                    d = done[expr, var] = _diff(expr, var, free)
                 if d != 0:
                     idx.append((k, u))
                     out.append(d)

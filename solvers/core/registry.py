@@ -5,20 +5,35 @@ Checked-in modules live in ``solvers/generated`` and are kept in sync with deriv
 is printed into a cache directory (``$SCALING_ODES_CACHE`` or ``~/.cache/scaling-odes``) the
 first time it is needed, keyed by a hash of the generator sources so a changed derivation never
 reuses stale code.
+
+Printing on demand says so on stderr before it starts, with an estimate
+(:mod:`solvers.core.codegen_time`), and again when it is done, with the time of each phase::
+
+    scaling-odes: generating erf K=3 M=3 solver (about 6 s, once; cached in ~/.cache/scaling-odes/…)
+    scaling-odes: erf K=3 M=3 solver generated in 6.4 s (derivation 2.9 s, printing 2.6 s,
+        Taylor jets 0.8 s; 6.3 s of CPU)
+
+(plain lines, also when stderr is not a terminal; between them, for a generation estimated at
+more than PHASE_LINES_FROM seconds, one line as each phase starts).  Processes that need the same
+module at once (pytest-xdist workers, the two runs of a precision check, a sweep's workers)
+take a lock file per system: one prints, the others wait for it and read its files; each file
+is written whole under a temporary name and renamed, so no reader ever sees a partial module.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
-import os
 import sys
+import time
 from pathlib import Path
 
 from derive import codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core.cachedir import cache_dir
+from solvers.core.codegen_time import describe, estimate_seconds
 from solvers.core.numbers import Float64Context
 
 GENERATED_DIR = Path(__file__).resolve().parents[1] / "generated"
@@ -69,7 +84,7 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "hierarchy.py", "integrals.py", "taylor.py"):
+    for name in ("codegen.py", "derivatives.py", "hierarchy.py", "integrals.py", "taylor.py"):
         h.update((derive_dir / name).read_bytes())
     return h.hexdigest()[:12]
 
@@ -93,9 +108,7 @@ def load(key: SystemKey, target: str):
     if key in CHECKED_IN:
         module = importlib.import_module(f"solvers.generated.{name}")
     else:
-        path = cache_dir() / _source_hash() / f"{name}.py"
-        if not path.exists():
-            codegen.write_atomic(path, _render(key, target))
+        path = cached_module(key, target)
         spec = importlib.util.spec_from_file_location(f"scaling_odes_cache.{name}", path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
@@ -105,3 +118,100 @@ def load(key: SystemKey, target: str):
         return module
     _loaded[key, target] = system = System(module, DEFAULT_CONTEXT[target]())
     return system
+
+
+# a generation estimated at more than this many seconds also prints a line as each phase starts
+PHASE_LINES_FROM = 10.0
+
+
+def _say(text: str) -> None:
+    """One plain line on stderr (through tqdm when a bar may be showing, so it is not torn)."""
+    line = f"scaling-odes: {text}"
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is not None and hasattr(tqdm, "tqdm"):
+        tqdm.tqdm.write(line, file=sys.stderr)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _lock(path: Path, waiting: str):
+    """An exclusive lock on ``path`` (created); ``waiting`` is printed when another process
+    holds it.  Without fcntl (not POSIX) no lock: the atomic writes alone keep readers safe,
+    at the price of generating twice."""
+    try:
+        import fcntl
+    except ImportError:                         # pragma: no cover - non-POSIX
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _say(waiting)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cached_module(key: SystemKey, target: str) -> Path:
+    """Path of the printed module of ``key`` for ``target`` in the cache, printing the system's
+    modules first when it is missing (both the solver module and its Taylor jets: every solve
+    in arbitrary precision needs both)."""
+    folder = cache_dir() / _source_hash()
+    path = folder / f"{codegen.module_name(key, target)}.py"
+    if path.exists():
+        return path
+    what = f"{key.activation} K={key.K} M={key.M} solver"
+    with _lock(folder / f".{key.tag}.lock", f"waiting for another process generating the {what}"):
+        missing = [t for t in ("mpmath", "taylor")
+                   if not (folder / f"{codegen.module_name(key, t)}.py").exists()]
+        if not path.exists():
+            generate(key, folder, missing)
+    return path
+
+
+def ensure_printed(key: SystemKey) -> None:
+    """Print the modules of ``key`` into the cache now unless they are checked in or cached
+    (without importing them): callers about to fork call it first, so that the printing
+    happens once, announced on their own stderr."""
+    if key not in CHECKED_IN:
+        for target in ("mpmath", "taylor"):
+            cached_module(key, target)
+
+
+def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_say) -> dict:
+    """Print the modules of ``key`` for ``targets`` into ``folder``, announcing it with the
+    estimated time and ending with the measured time per phase; returns the phases' seconds."""
+    what = f"{key.activation} K={key.K} M={key.M} solver"
+    estimate = estimate_seconds(key.activation, key.K, key.M)
+    if "mpmath" not in targets:
+        estimate *= 0.1                        # the jets alone: their share of the measured time
+    say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")
+    verbose = estimate > PHASE_LINES_FROM
+    phases = {}
+
+    def phase(name, work):
+        if verbose:
+            say(f"{what}: {name} ...")
+        t0 = time.perf_counter()
+        out = work()
+        phases[name] = time.perf_counter() - t0
+        return out
+
+    started, cpu = time.perf_counter(), time.process_time()
+    if "mpmath" in targets:
+        phase("derivation", lambda: codegen._derive(key))
+        text = phase("printing", lambda: codegen.render(key))
+        codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text)
+    if "taylor" in targets:
+        text = phase("Taylor jets", lambda: _render(key, "taylor"))
+        codegen.write_atomic(folder / f"{codegen.module_name(key, 'taylor')}.py", text)
+    took = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
+    # the CPU time too: on a busy machine the wall time says little about the next estimate
+    say(f"{what} generated in {time.perf_counter() - started:.1f} s ({took}; "
+        f"{time.process_time() - cpu:.1f} s of CPU)")
+    return phases

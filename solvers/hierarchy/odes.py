@@ -21,7 +21,7 @@ from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
-from solvers.core.registry import load
+from solvers.core.registry import ensure_printed, load
 from solvers.hierarchy import background, precision
 from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
                                          default_rtol, estimated_dps, short_dps)
@@ -229,6 +229,9 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     # the first run of a pair in a child process when two CPUs are free (precision.settle);
     # the progress bar follows the checking run, which this process computes
     concurrent = background.concurrent_allowed() if concurrent is None else concurrent
+    # a system not checked in is printed here, before a child is forked (whose stderr goes
+    # nowhere): once, announced on this process's stderr
+    ensure_printed(problem.key)
     info = {}
     second, _, checked, agree = precision.settle(
         run, lambda t: t.eps_g, digits=digits,

@@ -1,0 +1,56 @@
+"""Derivatives of the derived expressions: the same expressions ``sympy.diff`` gives, faster.
+
+The coefficient derivatives of the printed modules (d a / d v1, d f / d v1) and the split of the
+hierarchy into next-level coefficients are many first derivatives of large sums of Gaussian
+integrals.  :func:`diff` follows SymPy's own rules node by node without its per-node checks
+(measured: erf K = M = 3, the derivatives 6.5 s -> 1.2 s of CPU; BENCHMARKS.md, "On-demand
+generation"), and the printed modules stay byte-identical (``scaling-odes regenerate --check``).
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+
+def diff(expr, var, free=None):
+    """``sp.diff(expr, var)``, the same expression, built faster for sums and products.
+
+    SymPy differentiates a sum term by term and a product factor by factor (Leibniz), but on the
+    way asks every intermediate result whether it is zero and walks it for leftover Derivative
+    objects; on the η² coefficients (sums of I4 arcsines) that was most of the time.  Here the
+    sums and products are taken apart the way SymPy would, only the terms and factors that
+    contain ``var`` are differentiated (by SymPy), and the pieces are put together with the
+    same constructors, so the result is structurally identical (tests/test_system_matrix.py
+    compares it with ``sp.diff``).  ``free``: memo of free symbols per sub-expression (one
+    dict for the calls on one set of expressions).
+
+    >>> import sympy as sp
+    >>> x, y = sp.symbols("x y")
+    >>> e = sp.asin(x * y) / sp.sqrt(1 + x**2) + y
+    >>> diff(e, x) == sp.diff(e, x)
+    True
+    """
+    free = {} if free is None else free
+    if var not in free_symbols(expr, free):
+        return sp.S.Zero
+    if expr.is_Add or expr.is_Mul:
+        args = expr.args
+        if expr.is_Add:                        # Add._eval_derivative
+            return sp.Add(*[diff(a, var, free) for a in args])
+        terms = []                             # Mul._eval_derivative_n_times, first order
+        for i, a in enumerate(args):
+            if var in free_symbols(a, free):
+                terms.append(sp.Mul(*args[:i], diff(a, var, free), *args[i + 1:]))
+        return sp.Add(*terms)
+    if expr.is_Pow and expr.exp.is_Rational:   # Pow._eval_derivative with a constant exponent
+        return expr * (diff(expr.base, var, free) * expr.exp / expr.base)
+    if isinstance(expr, sp.asin):              # Function._eval_derivative
+        return sp.Add(expr.fdiff(1) * diff(expr.args[0], var, free))
+    return sp.diff(expr, var)
+
+
+def free_symbols(expr, memo: dict):
+    """``expr.free_symbols``, remembered in ``memo`` (SymPy recomputes it on every call)."""
+    out = memo.get(expr)
+    if out is None:
+        out = memo[expr] = expr.free_symbols
+    return out
