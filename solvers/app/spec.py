@@ -143,6 +143,9 @@ def _fmt(v, limit: int = 60) -> str:
         s = json.dumps(v)
     elif isinstance(v, Fraction):
         s = _decimal(v) or f"{v.numerator}/{v.denominator}"
+        if len(s) > 24:         # 1e-300 read exactly: show it as it was written
+            from solvers.app.validate import _sci
+            s = _sci(v)
     elif isinstance(v, (list, tuple)):
         s = "[" + ", ".join(_fmt(x, limit) for x in v) + "]"
     elif isinstance(v, dict):

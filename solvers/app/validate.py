@@ -93,6 +93,36 @@ def _magnitude(x: Fraction, label: str):
                          f"stay inside float64)")
 
 
+def in_range(v) -> bool:
+    """A number 0 or within 1e-100 .. 1e100 in magnitude (the rule of `_magnitude`)."""
+    if isinstance(v, float):
+        v = Fraction(v) if math.isfinite(v) else None
+    return v is not None and (v == 0 or MIN_MAGNITUDE <= abs(v) <= MAX_MAGNITUDE)
+
+
+RANGE_TEXT = ("is out of range: nonzero numbers must lie within 1e-100 .. 1e100 in magnitude "
+              "(their squares and products must stay inside float64)")
+
+
+def first_non_finite(obj, path="") -> str | None:
+    """Where a JSON-ready result holds NaN or +-inf (``"eps_bar[0]"``), or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (path or "the result")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            hit = first_non_finite(v, f"{path}.{k}" if path else str(k))
+            if hit:
+                return hit
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            hit = first_non_finite(v, f"{path}[{i}]")
+            if hit:
+                return hit
+    elif hasattr(obj, "dtype") and hasattr(obj, "tolist"):      # numpy scalars and arrays
+        return first_non_finite(obj.tolist(), path)
+    return None
+
+
 def _walk(t, label):
     if isinstance(t, (tuple, list)):
         for i, x in enumerate(t):
