@@ -10,7 +10,10 @@
 Instead of ``a`` / ``eigenvalues`` the common ``[data]`` block (L, beta, N, or eigenvalues and N)
 gives the toolkit's L-level spectrum as the linear kernel x·x'/N (multiplicity N/L, eigenvalue
 λ_l/N) with the linear teacher's target c² = λ_l/N; the other sections of a toolkit spec ([model], [training],
-[solve]) may be present and are not used here.  Without a target, c_k² = λ_k.
+[solve], [simulate]) may be present and are not used here.  Without a target, c_k² = λ_k.
+``kernel`` accepts (and checks) a ``[mc]`` section too, so one file serves both subcommands.
+With ridge = 0 the default methods leave out ``ek`` (its κ_S = ridge/P = 0 gives ε_g = 0 below
+the number of modes; ``meta.methods_omitted`` says so); asking for it explicitly is an error.
 
 JSON: ``P``, ``kappa``, ``kappa_S``, ``gamma``, ``eps_g`` (each method -> list over P; eps_g is
 the excess test error, label noise not included), optional ``learnability``, ``mc`` {``mean``,
@@ -18,58 +21,119 @@ the excess test error, label noise not included), optional ``learnability``, ``m
 """
 from __future__ import annotations
 
+import math
 import time
 from fractions import Fraction
 
 from solvers.app.spec import (REQUIRED, SpecError, check, convert, parse_section,
                               read_document, section_error)
 
+from solvers.app.validate import RANGE_TEXT, in_range
+
 _METHODS = ("eig", "ek", "rg_ek", "rg_gda")
 _NUM = "list of numbers or decimal strings"
+_RANGE = check.rule(in_range, RANGE_TEXT)
+MAX_P = 10 ** 15              # sample counts: float64 keeps them exact
+MAX_LIST = 10 ** 5            # entries of P, and of explicit eigenvalue / target lists (x M)
+MAX_EIGENVALUES = 10 ** 6
+MAX_TRIALS = 10 ** 6
+
+
+def _short(limit, what="entries"):
+    return check.rule(lambda v: len(v) <= limit, f"must have at most {limit} {what}")
+
 
 KERNEL_SCHEMA = {
-    "a": (convert.exact, None, check.gt(0)),
+    "a": (convert.exact, None, check.all(check.gt(0), _RANGE)),
     "M": (convert.int, None, check.rule(lambda v: 1 <= v <= 50_000_000,
                                          "must be between 1 and 50000000")),
-    "eigenvalues": (convert.list_of(convert.exact, _NUM), None, check.each(check.gt(0))),
-    "target_b": (convert.exact, None, None),
-    "target": (convert.list_of(convert.exact, _NUM), None, check.each(check.ge(0))),
-    "ridge": (convert.exact, Fraction(0), check.ge(0)),
-    "noise": (convert.exact, Fraction(0), check.ge(0)),
-    "P": (convert.list_of(convert.int, "list of integers"), REQUIRED, check.each(check.ge(1))),
+    "eigenvalues": (convert.list_of(convert.exact, _NUM), None,
+                    check.all(check.each(check.gt(0)), check.each(_RANGE),
+                              _short(MAX_EIGENVALUES))),
+    "target_b": (convert.exact, None, _RANGE),
+    "target": (convert.list_of(convert.exact, _NUM), None,
+               check.all(check.each(check.ge(0)), check.each(_RANGE),
+                         _short(MAX_EIGENVALUES))),
+    "ridge": (convert.exact, Fraction(0), check.all(check.ge(0), _RANGE)),
+    "noise": (convert.exact, Fraction(0), check.all(check.ge(0), _RANGE)),
+    "P": (convert.list_of(convert.int, "list of integers"), REQUIRED,
+          check.all(check.each(check.ge(1)), check.each(check.rule(
+              lambda v: v <= MAX_P, f"must be <= {MAX_P:.0e}")), _short(MAX_LIST))),
     "methods": (convert.list_of(convert.str, "list of strings"), _METHODS,
-                check.each(check.one_of(*_METHODS))),
+                check.all(check.each(check.one_of(*_METHODS)), check.distinct)),
     "rg_cut": (convert.exact, Fraction(1, 100),
-               check.rule(lambda v: 0 < v < 1, "must be in (0, 1) (a learnability)")),
+               check.all(check.rule(lambda v: 0 < v < 1, "must be in (0, 1) (a learnability)"),
+                         _RANGE)),
     "learnability": (convert.bool, False, None),
 }
 MC_SCHEMA = {
-    "trials": (convert.int, 32, check.ge(2)),
+    "trials": (convert.int, 32, check.all(check.ge(2), check.rule(
+        lambda v: v <= MAX_TRIALS, f"must be <= {MAX_TRIALS}"))),
     "seed": (convert.int, 0, check.ge(0)),
 }
 DATA_SCHEMA = {
-    "L": (convert.int, None, check.ge(1)),
-    "beta": (convert.exact, None, check.gt(-1)),
-    "eigenvalues": (convert.list_of(convert.exact, _NUM), None, check.each(check.gt(0))),
-    "N": (convert.int, None, check.ge(1)),
+    "L": (convert.int, None, check.all(check.ge(1), check.rule(lambda v: v <= 100_000,
+                                                                "must be <= 100000"))),
+    "beta": (convert.exact, None, check.all(check.gt(-1), _RANGE)),
+    "eigenvalues": (convert.list_of(convert.exact, _NUM), None,
+                    check.all(check.each(check.gt(0)), check.each(_RANGE),
+                              _short(100_000))),
+    "N": (convert.int, None, check.all(check.ge(1), check.rule(
+        lambda v: v <= 2 ** 40, "must be <= 2^40"))),
     "rotate": (convert.bool, False, None),
 }
-_SECTIONS = ("kernel", "mc", "data", "model", "training", "solve", "init")
+_SECTIONS = ("kernel", "mc", "data", "model", "training", "solve", "init", "simulate")
+
+
+def _levels_spectrum(L: int, beta: Fraction, N: int):
+    """The toolkit's L-level power law as the linear kernel x·x'/N (`spectrum.levels`) without
+    SymPy: λ_l/N = (L/N) l^-(1+β) / Σ_j j^-(1+β), evaluated by mpmath at whatever precision is
+    asked (40 digits for the float64 arrays, the caller's dps + 10 for the mpmath route).  The
+    exact SymPy spectrum costs 48 s at L = 4096 and hours at L = 10^5 (β = 1; far more for a
+    non-integer β); these numbers are the same ones to the precision used."""
+    import mpmath
+    import numpy as np
+    from solvers.theory.kernel import spectrum as S
+
+    def values(dps):
+        with mpmath.workdps(dps):
+            e = -(1 + mpmath.mpf(beta.numerator) / beta.denominator)
+            raw = [mpmath.mpf(l) ** e for l in range(1, L + 1)]
+            scale = mpmath.mpf(L) / (N * mpmath.fsum(raw))
+            return [scale * r for r in raw]
+
+    def floats():
+        arr = np.array([float(v) for v in values(40)])
+        return arr, arr.copy()
+
+    def mp():
+        lam = values(mpmath.mp.dps + 10)
+        return [+v for v in lam], [+v for v in lam]
+
+    with mpmath.workdps(20):
+        logs = [float(mpmath.log10(v)) for v in values(20)]
+    return S._finish("levels", {"L": L, "beta": beta, "N": N}, [N // L] * L, logs, logs,
+                     floats, mp)
 
 
 def load(path, with_mc: bool):
-    """(spectrum, kernel section, mc section) from a spec file; SpecError on bad input."""
+    """(spectrum, kernel section, mc section) from a spec file; SpecError on bad input.
+
+    A ``[mc]`` section is accepted (and checked) by ``kernel`` too, so that one file serves both
+    subcommands; only ``kernel-mc`` runs it.
+    """
     from solvers.theory.kernel import spectrum as S
     name = str(path)
     doc = read_document(path)
-    allowed = _SECTIONS if with_mc else tuple(s for s in _SECTIONS if s != "mc")
     for sec in doc:
-        if sec not in allowed:
-            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(allowed)})")
+        if sec not in _SECTIONS:
+            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(_SECTIONS)})")
     if "kernel" not in doc:
         raise SpecError(f"{name}: missing section [kernel]")
     k = parse_section(doc, "kernel", KERNEL_SCHEMA, name=name)
-    mc = parse_section(doc, "mc", MC_SCHEMA, name=name) if with_mc else None
+    mc = parse_section(doc, "mc", MC_SCHEMA, name=name)
+    if not with_mc:
+        mc = None
     given = [key for key in ("a", "eigenvalues") if k[key] is not None]
     if "data" in doc:
         if given:
@@ -99,7 +163,12 @@ def load(path, with_mc: bool):
                                         f"give eigenvalues)")
             if d["N"] % d["L"]:
                 raise section_error(name, "data", f"L = {d['L']} does not divide N = {d['N']}")
-            spec = S.levels(d["L"], d["beta"], d["N"])
+            decades = (1 + d["beta"]) * math.log10(d["L"]) if d["L"] > 1 else 0
+            if decades > 150:
+                raise section_error(name, "data", f"beta = {float(d['beta']):.6g} with L = "
+                                    f"{d['L']}: the eigenvalues would span 10^{float(decades):.0f}"
+                                    f" (at most 10^150)")
+            spec = _levels_spectrum(d["L"], d["beta"], d["N"])
     else:
         if len(given) != 1:
             raise section_error(name, "kernel", "give exactly one of a (power law, with M) or "
@@ -111,7 +180,13 @@ def load(path, with_mc: bool):
             if k["target"] is not None:
                 raise section_error(name, "kernel", "target = [...] goes with eigenvalues = "
                                     "[...]; with a power law use target_b")
-            spec = S.power_law(k["a"], 2000 if k["M"] is None else k["M"], k["target_b"])
+            M = 2000 if k["M"] is None else k["M"]
+            for key, v in (("a", k["a"]), ("target_b", k["target_b"])):
+                if v is not None and abs(float(v)) * math.log10(M) > 300:
+                    raise section_error(name, "kernel", f"{key} = {float(v):.6g} with M = {M}: "
+                                        f"k^-{key} would span 10^{abs(float(v)) * math.log10(M):.0f}"
+                                        f" (at most 10^300; need |{key}| log10(M) <= 300)")
+            spec = S.power_law(k["a"], M, k["target_b"])
         else:
             if k["M"] is not None:
                 raise section_error(name, "kernel", "M goes with a (the number of power-law "
@@ -122,6 +197,9 @@ def load(path, with_mc: bool):
                                     f"but eigenvalues has {len(eig)}")
             target = k["target"]
             if k["target_b"] is not None:
+                if abs(float(k["target_b"])) * math.log10(max(len(eig), 2)) > 300:
+                    raise section_error(name, "kernel", f"target_b = {float(k['target_b']):.6g}"
+                                        f" with {len(eig)} eigenvalues: k^-b leaves float64")
                 # c_k² = k^-b by rank of the eigenvalue (1 = largest)
                 order = sorted(range(len(eig)), key=lambda i: eig[i], reverse=True)
                 rank = {i: r + 1 for r, i in enumerate(order)}
@@ -132,7 +210,70 @@ def load(path, with_mc: bool):
         raise section_error(name, "kernel", f"ridgeless noisy regression at P = {spec.modes} "
                             f"= rank of the kernel has infinite test error (give ridge > 0 or "
                             f"leave out that P)")
+    if k["ridge"] == 0 and "ek" in k["methods"] and any(P < spec.modes for P in k["P"]):
+        # the equivalent kernel's kappa_S = ridge/P = 0 learns every mode: eps_g = 0 at every
+        # P below the rank, which is no approximation of anything
+        raw = doc["kernel"] if isinstance(doc["kernel"], dict) else {}
+        if "methods" in raw:
+            raise section_error(name, "kernel", "method 'ek' at ridge = 0: the equivalent "
+                                "kernel (kappa_S = ridge/P = 0) learns every mode and gives "
+                                "eps_g = 0 for P below the number of modes; give ridge > 0 or "
+                                "leave 'ek' out of methods")
+        k["methods"] = tuple(m for m in k["methods"] if m != "ek")
+        k["omitted"] = {"ek": "ridge = 0: the equivalent kernel (kappa_S = ridge/P = 0) would "
+                              "give eps_g = 0 below the number of modes"}
+    _check_size(name, spec, k, mc)
     return spec, k, mc
+
+
+# measured on this machine class (one core): eigenlearning ~1.4 s for 2e6 modes x 100 P
+# (block moments), i.e. ~1e-8 s per mode and P, but at least ~1e-6 s per group and P for
+# spectra with many distinct groups (explicit lists)
+_SECONDS_PER_MODE_P = 1e-8
+_FLOPS = 1e9                # one BLAS thread, dense products and Cholesky
+
+
+def mc_seconds(spec, Ps, trials) -> float:
+    """Monte-Carlo time: per trial a P_max x M Gaussian design, its kernel (P_max^2 M) and a
+    Cholesky (or least squares) per P."""
+    M, Pmax = spec.modes, max(Ps)
+    per = 2e-8 * Pmax * M + (Pmax * Pmax * M + sum(p ** 3 / 3 + 2 * p * M + (
+        p * M * M if p >= M else 0) for p in Ps)) / _FLOPS
+    return trials * per
+
+
+def _check_size(name, spec, k, mc):
+    from solvers.app.validate import _gib, _hours, memory_limit, time_limit
+    Ps = k["P"]
+    est = len(Ps) * (spec.modes * _SECONDS_PER_MODE_P + spec.groups * 1e-6)
+    if est > time_limit():
+        raise section_error(name, "kernel", f"{len(Ps)} values of P with {spec.modes} modes "
+                            f"({spec.groups} groups): about {_hours(est)} (limit "
+                            f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
+    if k["learnability"]:
+        need = 8.0 * spec.groups * len(Ps) * 3
+        if need > memory_limit():
+            raise section_error(name, "kernel", f"learnability = true: {spec.groups} groups x "
+                                f"{len(Ps)} P need about {_gib(need)} (limit "
+                                f"{_gib(memory_limit())})")
+    if mc is None:
+        return
+    from solvers.theory.kernel.montecarlo import MAX_ENTRIES, MAX_MODES, MAX_P as MC_MAX_P
+    if spec.modes > MAX_MODES:
+        raise section_error(name, "kernel", f"the Monte Carlo expands every mode: {spec.modes} "
+                            f"modes (at most {MAX_MODES})")
+    Pmax = max(Ps)
+    if Pmax > MC_MAX_P:
+        raise section_error(name, "kernel", f"P = {Pmax} is too large for the Monte Carlo (at "
+                            f"most {MC_MAX_P})")
+    if Pmax * (Pmax + spec.modes) > MAX_ENTRIES:
+        raise section_error(name, "kernel", f"P = {Pmax} with {spec.modes} modes is too large "
+                            f"for the Monte Carlo (P (P + M) > {MAX_ENTRIES:.0e} matrix entries)")
+    est = mc_seconds(spec, Ps, mc["trials"])
+    if est > time_limit():
+        raise section_error(name, "mc", f"trials = {mc['trials']} with P up to {Pmax} and "
+                            f"{spec.modes} modes: about {_hours(est)} of Monte Carlo (limit "
+                            f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 
 def kernel_result(spec, k) -> dict:
@@ -142,6 +283,8 @@ def kernel_result(spec, k) -> dict:
                           methods=tuple(k["methods"]), rg_cut=k["rg_cut"],
                           learnability=k["learnability"])
     res["meta"]["version"] = __version__
+    if k.get("omitted"):
+        res["meta"]["methods_omitted"] = k["omitted"]
     return res
 
 
