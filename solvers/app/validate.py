@@ -278,18 +278,22 @@ def check_solve(spec) -> None:
 
 # ---- simulate ------------------------------------------------------------------------------
 
-MAX_EPS_HOLDOUT = 10 ** 9
+# the Monte-Carlo error of eps_g on n fresh samples is ~ eps_g sqrt(2/n): 10^7 gives 5e-4 of it
+MAX_EPS_HOLDOUT = 10 ** 7
 
-# Seconds per SGD step and input dimension, measured for each generator with the C kernel
-# (erf, K = M = 2, one thread, this machine class; BENCHMARKS.md, validation section): the
-# per-step cost grows once the weights leave the caches, so it is given at two sizes.
-_STEP_SECONDS = {            # generator -> (N <= 16384, N >= 262144) seconds per step per N
-    "xoshiro": (4e-9, 8e-9),
-    "float32": (3e-9, 7e-9),
-    "numpy": (9e-9, 1.3e-8),
+# Seconds per SGD step and input dimension for each input generator (erf, K = M = 2, one
+# thread; the cost per N grows once the weights leave the caches, so two sizes).  Measured with
+# `simulate` at N = 2^10 .. 2^20 on this machine class under a load of ~15 on 2 cores and
+# divided by that slowdown (~7x, checked against a report of ~27 h for alpha N = 2^20 x 10^5
+# numpy steps on an idle machine); BENCHMARKS.md, section "validation: sizing constants".
+_STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per step per N
+    "xoshiro": (1.5e-9, 2.7e-9),
+    "float32": (1.0e-9, 1.8e-9),
+    "numpy": (2.4e-9, 3.5e-9),
 }
-# one holdout sample: N normals from NumPy and K + M dot products of length N
-_HOLDOUT_SECONDS = 1.5e-8    # per sample per N
+# one holdout sample: N normals from NumPy and K + M dot products of length N (measured the same
+# way: 0.9-1.4e-7 s per sample per N under the load, 2e-8 idle)
+_HOLDOUT_SECONDS = 2e-8      # per sample per N
 
 
 def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:
@@ -328,8 +332,13 @@ def check_simulate_section(spec) -> None:
     from solvers.app import sections
     opts = sections.read(spec, "simulate", sections.SIMULATE_SCHEMA)
     if opts["eps_holdout"] > MAX_EPS_HOLDOUT:
+        m, d = spec.model, spec.data
+        n = spec.solve.n_points
+        est = n * opts["eps_holdout"] * (d.N or 1) * (m.K + m.M) / 4 * _HOLDOUT_SECONDS
         raise ValueError(f"[simulate] eps_holdout = {opts['eps_holdout']} is too large: at "
-                         f"most {MAX_EPS_HOLDOUT} samples per point")
+                         f"most {MAX_EPS_HOLDOUT} samples per point (its Monte-Carlo error is "
+                         f"then 5e-4 of eps_g; {n} points at N = {d.N} would take about "
+                         f"{_hours(est)} of holdout sampling per seed)")
     if opts["seeds"] is not None and len(opts["seeds"]) > MAX_SEEDS:
         raise ValueError(f"[simulate] seeds has {len(opts['seeds'])} entries: at most "
                          f"{MAX_SEEDS}")
