@@ -93,7 +93,7 @@ def cases(draw):
             continue
         kind = draw(st.sampled_from(["good"] * 2 + ["bad"] * 5 + ["drop", "unknown", "misspelt",
                                                                  "empty", "not a table"]))
-        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ()))) - {"n_jobs"})
+        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ()))) - {"n_jobs"}) or ["bogus_key"]
         key = draw(st.sampled_from(keys))
         if kind == "good":
             doc[sec][key] = draw(st.sampled_from(GOOD.get(key, BAD)))

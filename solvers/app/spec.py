@@ -142,10 +142,11 @@ def _fmt(v, limit: int = 60) -> str:
     elif isinstance(v, str):
         s = json.dumps(v)
     elif isinstance(v, Fraction):
-        s = _decimal(v) or f"{v.numerator}/{v.denominator}"
-        if len(s) > 24:         # 1e-300 read exactly: show it as it was written
-            from solvers.app.validate import _sci
+        if max(abs(v.numerator).bit_length(), v.denominator.bit_length()) > 80:
+            from solvers.app.validate import _sci     # 1e-300 read exactly: as written
             s = _sci(v)
+        else:
+            s = _decimal(v) or f"{v.numerator}/{v.denominator}"
     elif isinstance(v, (list, tuple)):
         s = "[" + ", ".join(_fmt(x, limit) for x in v) + "]"
     elif isinstance(v, dict):

@@ -77,7 +77,8 @@ def _sci(x: Fraction) -> str:
     """A Fraction of any size as d.ddde±N (float() overflows beyond 1.8e308)."""
     if x == 0:
         return "0"
-    e = len(str(abs(x.numerator))) - len(str(x.denominator))
+    # from bit lengths: str() of a 10^4-digit integer is refused by Python's conversion limit
+    e = int((abs(x.numerator).bit_length() - x.denominator.bit_length()) * math.log10(2))
     mant = abs(x) / Fraction(10) ** e
     while mant >= 10:
         mant, e = mant / 10, e + 1
