@@ -360,7 +360,11 @@ def _mp_op_seconds(dps: int) -> float:
     return 1e-5 * max(1.0, dps / 100) ** 1.6
 
 
-def linear_work(spec, command: str, route: str = "modes") -> tuple[float, float, str]:
+_FLOPS = 1e9                 # dense float64 linear algebra, one core
+
+
+def linear_work(spec, command: str, route: str = "modes",
+                options: dict | None = None) -> tuple[float, float, str]:
     """(seconds, bytes, what) of ``linear COMMAND`` for ``spec`` along the route it will run."""
     d, s = spec.data, spec.solve
     L = d.L
@@ -370,7 +374,23 @@ def linear_work(spec, command: str, route: str = "modes") -> tuple[float, float,
         n = L if L <= WINDOW_EXACT_MAX_L else 0
         return 1e-7 * L + 3e-8 * n * n, 8.0 * 4 * n * n + 64.0 * L, "the window (float64)"
     if command == "feature-scaling":
-        return spectrum, 64.0 * L, "the feature-scaling theory"
+        opts = options or {}
+        N = d.N if d.N is not None else L
+        n_l = len(opts.get("N_l") or ()) or max(1, int(math.log2(N)))
+        t, mem, what = spectrum + 1e-7 * N * n_l, 64.0 * N, "the feature-scaling theory"
+        if opts.get("rotated"):
+            # Eq. 88 twice per Haar W: a QR, a product and a Cholesky per N_l, all ~N^3
+            t += 2 * opts.get("n_W", 20) * (4 + n_l) * N ** 3 / _FLOPS
+            mem += 8.0 * 4 * N * N
+            what = f"the rotated feature-scaling theory (n_W = {opts.get('n_W', 20)}, N = {N})"
+        if opts.get("simulate"):
+            n_seeds = opts.get("n_seeds", 20)
+            amax = opts.get("alpha_max")
+            if amax is not None:
+                steps = amax * N * n_seeds * n_l * (N if opts.get("rotated") else 1)
+                t += steps * 2e-9
+                what += f" with its simulation (n_seeds = {n_seeds}, alpha_max = {amax:g})"
+        return t, mem, what
     from solvers.theory.linear import route_dps
     n_points = s.n_points
     if s.dps == "float64":
@@ -393,7 +413,7 @@ def linear_work(spec, command: str, route: str = "modes") -> tuple[float, float,
 WINDOW_EXACT_MAX_L = 2048
 
 
-def check_linear(spec, command: str, route: str = "modes") -> None:
+def check_linear(spec, command: str, route: str = "modes", options: dict | None = None) -> None:
     """Size ``linear COMMAND`` by the route it runs (ValueError with the estimate)."""
     d, s = spec.data, spec.solve
     if command == "curve" and s.dps != "float64":
@@ -404,12 +424,13 @@ def check_linear(spec, command: str, route: str = "modes") -> None:
                              f"(at most {MAX_DPS}; the modes route needs only digits + 10)")
     if command != "window":
         check_spectrum(spec)
-    secs, need, what = linear_work(spec, command, route)
+    secs, need, what = linear_work(spec, command, route, options)
+    label = "[linear]" if command == "feature-scaling" else f"[data] L = {d.L}"
     if need > memory_limit():
-        raise ValueError(f"[data] L = {d.L}: {what} needs about {_gib(need)} of memory "
+        raise ValueError(f"{label}: {what} needs about {_gib(need)} of memory "
                          f"(limit {_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
     if secs > time_limit():
-        raise ValueError(f"[data] L = {d.L}: {what} would take about {_hours(secs)} (limit "
+        raise ValueError(f"{label}: {what} would take about {_hours(secs)} (limit "
                          f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 

@@ -41,7 +41,7 @@ def _load(path, command: str):
                         f'theory (it averages over teacher and student; use "expected")')
     options = sections.read(spec, "linear", sections.LINEAR_SCHEMA)
     try:
-        check_linear(spec, command, options["route"])
+        check_linear(spec, command, options["route"], options)
     except SpecError:
         raise
     except ValueError as e:
