@@ -328,5 +328,5 @@ def test_emit_refuses_non_finite_numbers():
     from solvers.app.cli.common import CliError, emit
     args = SimpleNamespace(json=True, output=None)
     for bad in (float("nan"), float("inf")):
-        with pytest.raises(CliError, match=r"not finite at meta\.x\[1\]"):
+        with pytest.raises(CliError, match=r"not finite at 'meta\.x\[1\]'"):
             emit({"a": [1.0], "meta": {"x": [0.5, bad]}}, args)

@@ -32,8 +32,8 @@ def emit(result: dict, args) -> None:
     from solvers.app.validate import first_non_finite
     where = first_non_finite(result)
     if where:
-        raise CliError(f"the result is not finite at {where}: refused (the inputs are outside "
-                       f"the range where this computation holds)")
+        raise CliError(f"the result is not finite at '{where}': refused (the inputs are "
+                       f"outside the range where this computation holds)")
     text = json.dumps(result, indent=None if args.json else 1, allow_nan=False)
     if args.output:
         Path(args.output).write_text(text + "\n")

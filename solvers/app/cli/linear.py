@@ -18,6 +18,8 @@ import math
 import time
 from fractions import Fraction
 
+import numpy as np
+
 from solvers.app.cli.common import json_command, spec_command
 
 
@@ -111,7 +113,13 @@ def window_result_of(spec) -> dict:
         sol = modes_solution(spectrum, t.eta, order=t.order, sigma_J=t.sigma_J)
         a, h = res["alpha_centre"], 1e-4
         hi, lo = sol.eps_g(a * math.exp(h)), sol.eps_g(a * math.exp(-h))
-        res["exponent_exact_curve"] = -(math.log(hi) - math.log(lo)) / (2 * h)
+        with np.errstate(all="ignore"):
+            res["exponent_exact_curve"] = -(math.log(hi) - math.log(lo)) / (2 * h) \
+                if hi > 0 and lo > 0 and math.isfinite(hi) and math.isfinite(lo) else math.nan
+        if not math.isfinite(res["exponent_exact_curve"]):
+            raise ValueError(f"[training] eta = {float(t.eta):g}: the exact curve is not finite "
+                             f"at the window's centre alpha = {a:.6g} (the dynamics diverge for "
+                             f"eta * lambda_1 >= 2 at order 2)")
     return res
 
 
