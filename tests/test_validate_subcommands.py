@@ -296,9 +296,22 @@ def test_kernel_equivalent_kernel_at_ridge_zero(tmp_path, capsys):
     res = json.loads(out)
     assert "ek" not in res["eps_g"] and "ek" in res["meta"]["methods_omitted"]
     assert all(v > 0 for v in res["eps_g"]["eig"])
+    # rg_ek with a cut that decimates nothing has the same zero ridge: null, with a note
+    tiny = text + "rg_cut = 1e-90\n"
+    code, out, err = run_cli(["kernel", write_spec(tmp_path, tiny, "c.toml"), "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["eps_g"]["rg_ek"] == [None, None] and "rg_ek at P = 10" in res["meta"]["null_entries"]
     text += 'methods = ["eig", "ek"]\n'
     one_line_error(*run_cli(["kernel", write_spec(tmp_path, text, "b.toml"), "--json"], capsys),
                    "method 'ek' at ridge = 0")
+
+
+def test_kernel_learnability_output_capped(tmp_path, capsys):
+    text = "[kernel]\na = 2\nM = 50000000\nP = [10]\nlearnability = true\n"
+    code, out, err, cpu = cpu_run(["kernel", write_spec(tmp_path, text), "--json"], capsys)
+    one_line_error(code, out, err, "learnability = true", "50000000 numbers in the JSON")
+    assert cpu < 5
 
 
 @pytest.mark.parametrize("line, fragments", [

@@ -37,6 +37,7 @@ MAX_P = 10 ** 15              # sample counts: float64 keeps them exact
 MAX_LIST = 10 ** 5            # entries of P, and of explicit eigenvalue / target lists (x M)
 MAX_EIGENVALUES = 10 ** 6
 MAX_TRIALS = 10 ** 6
+MAX_LEARNABILITY = 10 ** 7
 
 
 def _short(limit, what="entries"):
@@ -250,12 +251,11 @@ def _check_size(name, spec, k, mc):
         raise section_error(name, "kernel", f"{len(Ps)} values of P with {spec.modes} modes "
                             f"({spec.groups} groups): about {_hours(est)} (limit "
                             f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
-    if k["learnability"]:
-        need = 8.0 * spec.groups * len(Ps) * 3
-        if need > memory_limit():
-            raise section_error(name, "kernel", f"learnability = true: {spec.groups} groups x "
-                                f"{len(Ps)} P need about {_gib(need)} (limit "
-                                f"{_gib(memory_limit())})")
+    if k["learnability"] and spec.groups * len(Ps) > MAX_LEARNABILITY:
+        # every entry is a JSON number (~20 characters): 10^7 of them are ~200 MB of text
+        raise section_error(name, "kernel", f"learnability = true: {spec.groups} groups x "
+                            f"{len(Ps)} P = {spec.groups * len(Ps)} numbers in the JSON (at "
+                            f"most {MAX_LEARNABILITY}, about {MAX_LEARNABILITY * 20 / 1e6:.0f} MB)")
     if mc is None:
         return
     from solvers.theory.kernel.montecarlo import MAX_ENTRIES, MAX_MODES, MAX_P as MC_MAX_P
@@ -285,6 +285,20 @@ def kernel_result(spec, k) -> dict:
     res["meta"]["version"] = __version__
     if k.get("omitted"):
         res["meta"]["methods_omitted"] = k["omitted"]
+    # an equivalent-kernel reading with a zero effective ridge (ek at ridge 0; rg_ek when the
+    # cut decimates no mode) learns every mode: eps_g = 0 below the number of modes is no
+    # approximation of anything, so those entries are null, with a note
+    blank = []
+    for m in ("ek", "rg_ek"):
+        for i, P in enumerate(res["P"]):
+            if m in res["kappa"] and res["kappa"][m][i] == 0 and P < spec.modes:
+                for key in ("kappa", "kappa_S", "gamma", "eps_g"):
+                    res[key][m][i] = None
+                blank.append(f"{m} at P = {P}")
+    if blank:
+        res["meta"]["null_entries"] = (f"{', '.join(blank)}: zero effective ridge (no mode "
+                                       f"decimated at ridge 0), which would give eps_g = 0 "
+                                       f"below the {spec.modes} modes")
     return res
 
 
