@@ -186,7 +186,8 @@ def test_defaults_and_simulate_section_in_solve(tmp_path, capsys):
     ('[bayes]\ngamma = "1e9999"\nn_over_d = [1]\n', ["[bayes] gamma = 1e+9999", "out of range"]),
     ("[bayes]\nd = 100000000000\nn_over_d = [1]\n", ["features: at most"]),
     ("[bayes]\nbeta = 50\nd = 10000\nn_over_d = [1]\n", ["beta = 50 with k = 10000", "10^250"]),
-])
+], ids=["misspelt", "extra-section", "empty", "hermite-tiny", "hermite-start", "both-activations",
+        "huge-exponent", "huge-d", "readouts-underflow"])
 def test_bayes_bad_input(tmp_path, capsys, text, fragments):
     path = write_spec(tmp_path, text)
     code, out, err, cpu = cpu_run(["bayes", path, "--json"], capsys)
@@ -267,7 +268,7 @@ def test_kernel_accepts_the_readme_file_with_mc(tmp_path, capsys):
 @pytest.mark.parametrize("mc, fragments", [
     ("trials = 100000", ["[mc] trials = 100000", "of Monte Carlo", "limit 24 h"]),
     ("trials = 100000000", ["[mc] trials = 100000000", "<= 1000000"]),
-])
+], ids=["estimate", "cap"])
 def test_kernel_mc_sized_before_any_work(tmp_path, capsys, mc, fragments):
     text = "[kernel]\na = 2\nM = 20000\nP = [2000]\nridge = 0.01\n[mc]\n" + mc + "\n"
     code, out, err, cpu = cpu_run(["kernel-mc", write_spec(tmp_path, text), "--json"], capsys)
@@ -320,7 +321,7 @@ def test_kernel_learnability_output_capped(tmp_path, capsys):
     ("a = 1e300", ["[kernel] a = 1e+300", "out of range"]),
     ("a = 95", ["a = 95 with M = 2000", "10^300"]),
     ("P = []", ["[kernel] P = [] must not be empty"]),
-])
+], ids=["ridge-exponent", "noise-exponent", "a-huge", "a-span", "P-empty"])
 def test_kernel_bad_numbers(tmp_path, capsys, line, fragments):
     text = "[kernel]\na = 2\nP = [10]\n" + line + "\n"
     text = text.replace("a = 2\n", "") if line.startswith("a =") else text
