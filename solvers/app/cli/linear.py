@@ -100,7 +100,8 @@ def window_result_of(spec) -> dict:
     if d.beta is None:
         raise ValueError("the power-law window needs [data] L and beta (not an eigenvalue list)")
     if not d.beta > 0:
-        raise ValueError(f"the power-law window needs beta > 0, got {float(d.beta)}")
+        raise ValueError(f"[data] beta = {float(d.beta):g}: the power-law window needs "
+                         f"beta > 0")
     res = window_result(d.L, float(d.beta), float(t.eta))
     res.update(L=d.L, beta=float(d.beta), eta=float(t.eta))
     if d.L <= WINDOW_EXACT_MAX_L:
