@@ -111,6 +111,17 @@ def test_solve_still_sizes_its_trajectory(tmp_path, capsys):
                    "the trajectory needs about", "GiB")
 
 
+@pytest.mark.parametrize("command", ["plateau", "asymptotic"])
+def test_plateau_sized_by_its_route(tmp_path, capsys, command):
+    """plateau / asymptotic run a fixed point and float64 modes, not the [solve] basis: they were
+    sized (and refused) as a level-basis trajectory at thousands of digits."""
+    text = "[data]\nL = 4096\nN = 4096\n[training]\neta = 0.5\n[solve]\nalpha_max = 1000\n"
+    code, out, err, cpu = cpu_run([command, write_spec(tmp_path, text), "--json"], capsys)
+    msg = one_line_error(code, out, err, f"{command} (fixed point and Jacobian over L levels) "
+                                         f"would take about")
+    assert "GiB" not in msg and cpu < 5
+
+
 SIM = """
 [data]
 L = {L}

@@ -277,6 +277,35 @@ def check_solve(spec) -> None:
                              f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 
+# ---- plateau, asymptotic ----------------------------------------------------------------------
+
+def plateau_seconds(spec) -> float:
+    """``plateau`` / ``asymptotic``: the exact spectrum, the symmetric fixed point and its
+    Jacobian at ``[plateau] dps`` over L levels, and the spec's trajectory in float64 modes
+    (never the [solve] basis and dps).  Measured (erf K = M = 2, default dps, one core, loaded):
+    3.0 / 5.3 / 15.8 s CPU at L = 8 / 16 / 32; extrapolated as L^2.5 (a dense Jacobian of
+    L levels is diagonalised) and (M/2)^4 in the width."""
+    d, m = spec.data, spec.model
+    return spectrum_seconds(d.L, d.beta) + 16.0 * max(1.0, d.L / 32) ** 2.5 * \
+        max(1.0, m.M / 2) ** 4
+
+
+def check_plateau(spec, command: str) -> None:
+    """Size ``plateau`` / ``asymptotic`` by their own route (ValueError with the estimate)."""
+    d, m = spec.data, spec.model
+    est = plateau_seconds(spec)
+    if est > time_limit():
+        raise ValueError(f"[data] L = {d.L}, [model] M = {m.M}: {command} (fixed point and "
+                         f"Jacobian over L levels) would take about {_hours(est)} (limit "
+                         f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
+    state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
+    need = 8.0 * (state * (spec.solve.n_points + 30) + 4 * state * state)
+    if need > memory_limit():
+        raise ValueError(f"[data] L = {d.L}: {command} needs about {_gib(need)} of memory "
+                         f"(its Jacobian over {state} state entries; limit "
+                         f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
+
+
 # ---- simulate ------------------------------------------------------------------------------
 
 # the Monte-Carlo error of eps_g on n fresh samples is ~ eps_g sqrt(2/n): 10^7 gives 5e-4 of it
