@@ -164,6 +164,7 @@ def load(path, with_mc: bool):
             if N % L:
                 raise section_error(name, "data", f"{L} eigenvalues do not divide N = {N}")
             vals = [v / N for v in d["eigenvalues"]]
+            _check_size(name, _Shape(N, L), k, mc)
             spec = S.explicit(vals, vals, multiplicities=[N // L] * L)
         else:
             for key in ("L", "beta"):
@@ -177,6 +178,7 @@ def load(path, with_mc: bool):
                 raise section_error(name, "data", f"beta = {float(d['beta']):.6g} with L = "
                                     f"{d['L']}: the eigenvalues would span 10^{float(decades):.0f}"
                                     f" (at most 10^150)")
+            _check_size(name, _Shape(d["N"], d["L"]), k, mc)
             spec = _levels_spectrum(d["L"], d["beta"], d["N"])
     else:
         if len(given) != 1:
@@ -190,6 +192,7 @@ def load(path, with_mc: bool):
                 raise section_error(name, "kernel", "target = [...] goes with eigenvalues = "
                                     "[...]; with a power law use target_b")
             M = 2000 if k["M"] is None else k["M"]
+            _check_size(name, _Shape(M, M), k, mc)
             spec = S.power_law(k["a"], M, k["target_b"])
         else:
             if k["M"] is not None:
@@ -206,12 +209,12 @@ def load(path, with_mc: bool):
                 rank = {i: r + 1 for r, i in enumerate(order)}
                 b = float(k["target_b"])
                 target = [repr(rank[i] ** (-b)) for i in range(len(eig))]
+            _check_size(name, _Shape(len(eig), len(eig)), k, mc)
             spec = S.explicit(eig, target)
     if k["ridge"] == 0 and k["noise"] > 0 and spec.modes in k["P"]:
         raise section_error(name, "kernel", f"ridgeless noisy regression at P = {spec.modes} "
                             f"= rank of the kernel has infinite test error (give ridge > 0 or "
                             f"leave out that P)")
-    _check_size(name, spec, k, mc)
     return spec, k, mc
 
 
@@ -229,6 +232,12 @@ def mc_seconds(spec, Ps, trials) -> float:
     per = 2e-8 * Pmax * M + (Pmax * Pmax * M + sum(p ** 3 / 3 + 2 * p * M + (
         p * M * M if p >= M else 0) for p in Ps)) / _FLOPS
     return trials * per
+
+
+def _Shape(modes, groups):
+    """The sizes of a spectrum before it is built (building 5e7 modes takes seconds)."""
+    from types import SimpleNamespace
+    return SimpleNamespace(modes=int(modes), groups=int(groups))
 
 
 def _check_size(name, spec, k, mc):
