@@ -35,7 +35,7 @@ LINEAR_SCHEMA = {
 SIMULATE_SCHEMA = {
     "seeds": (convert.list_of(convert.int, "list of integers"), None,  # [training.seed]
               check.all(check.each(check.ge(0)), check.distinct)),
-    "n_jobs": (convert.int, None, check.ge(1)),                        # all cores
+    "n_jobs": (convert.int, None, check.all(check.ge(1), _at_most(1024))),   # all cores
     "n_trainable": (convert.int, None, check.ge(1)),                   # all N directions
     "untrainable": (convert.str, "zero", check.one_of("zero", "frozen")),
     "eps_holdout": (convert.int, 0, check.ge(0)),      # capped in solvers.app.validate
@@ -65,7 +65,7 @@ SWEEP_SCHEMA = {
              check.all(check.each(check.one_of(*SWEEP_WHAT)), check.distinct)),
     "out": (convert.str, None, None),                     # SWEEP.sweep next to the file
     "scheduler": (convert.str, None, None),               # local processes
-    "n_jobs": (convert.int, None, check.ge(1)),           # all cores
+    "n_jobs": (convert.int, None, check.all(check.ge(1), _at_most(1024))),   # all cores
     "axes": (lambda v, label: v, {}, None),               # a table, checked by the sweep
 }
 
