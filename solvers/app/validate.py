@@ -13,7 +13,21 @@ Limits (environment variables raise them for a big machine or a long job):
   * time estimate   <= SCALING_ODES_MAX_HOURS     (default 24 h),
   * decimal exponents |e| <= MAX_DECIMAL_EXPONENT before anything is turned into a Fraction,
   * every exact number 1e-100 <= |x| <= 1e100 (or 0): squares and a few products must stay
-    inside float64 (1.8e308), where the simulator and the float64 solvers compute.
+    inside float64 (1.8e308), where the simulator and the float64 solvers compute,
+  * caps on every size: L <= 100000, N <= 2^40, K, M <= 64, n_points <= 10^6, dps <= 20000,
+    [simulate] eps_holdout <= 10^7 and at most 10^4 seeds (the sections of bayes and kernel
+    carry their own caps, in solvers/app/cli/bayes.py and kernel.py).
+
+Which check sizes which subcommand:
+  solve, sweep cells       `check_solve` (trajectory memory and time in [solve] basis at its dps)
+  simulate                 `check_simulation` (steps x generator rate, holdout samples, seeds)
+  linear curve | window | feature-scaling   `check_linear` (the route: modes / companion /
+                           levels at route_dps, the O(L) window, Eq. 88 with n_W Haar matrices)
+  plateau, asymptotic      `check_plateau` (fixed point and Jacobian over L levels, float64 modes)
+  bayes, kernel, kernel-mc in their CLI modules (features x points, modes x P, Monte-Carlo
+                           designs), with the constants measured in BENCHMARKS.md
+A result that would hold NaN or inf is refused by `solvers.app.cli.common.emit`
+(`first_non_finite` names where).
 """
 from __future__ import annotations
 
