@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from solvers.app.validate import MAX_DPS
 from solvers.app.spec import REQUIRED, check, convert, parse_section, section_error  # noqa: F401
+from solvers.app.spec import SIMULATE_SCHEMA as _SIMULATE_SCHEMA
 
 ROUTES = ("modes", "companion", "levels")
 
@@ -31,17 +32,9 @@ LINEAR_SCHEMA = {
     "alpha_max": (convert.float, None, check.gt(0)),      # 2 alpha_burn + 50; > alpha_burn
 }
 
-# [simulate]: `simulate` and the simulate cells of a sweep
-SIMULATE_SCHEMA = {
-    "seeds": (convert.list_of(convert.int, "list of integers"), None,  # [training.seed]
-              check.all(check.each(check.ge(0)), check.distinct)),
-    "n_jobs": (convert.int, None, check.all(check.ge(1), _at_most(1024))),   # all cores
-    "n_trainable": (convert.int, None, check.ge(1)),                   # all N directions
-    "untrainable": (convert.str, "zero", check.one_of("zero", "frozen")),
-    "eps_holdout": (convert.int, 0, check.ge(0)),      # capped in solvers.app.validate
-    # the simulator's input source, spelled out so that reading a spec does not import numba
-    "generator": (convert.str, "xoshiro", check.one_of("xoshiro", "numpy", "float32")),
-}
+# [simulate]: `simulate`, the simulate cells of a sweep, and read by every subcommand of the
+# common spec (declared next to the common sections in solvers.app.spec)
+SIMULATE_SCHEMA = _SIMULATE_SCHEMA
 
 # [plateau]: `plateau`
 PLATEAU_SCHEMA = {

@@ -27,7 +27,7 @@ def simulate_options(spec) -> dict:
     from solvers.app.spec import SpecError
     from solvers.app.validate import check_simulate_section, check_simulation
     try:        # caps, step count (int64) and time estimate, before the simulator is called
-        check_simulate_section(spec)
+        check_simulate_section(spec, opts)
         check_simulation(spec, opts)
     except SpecError:
         raise

@@ -329,6 +329,19 @@ _SCHEMA = {
         "digits": (_int, 12, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
     },
 }
+# [simulate]: the simulator's options.  Declared here, beside the common sections, because every
+# subcommand of the common spec reads it (one spec drives the ODEs and the simulation);
+# solvers.app.sections re-exports it.  The generator is spelled out so that reading a spec does
+# not import numba; eps_holdout and the number of seeds are capped in solvers.app.validate.
+SIMULATE_SCHEMA = {
+    "seeds": (_list_of(_int, "list of integers"), None,             # [training.seed]
+              _all(_each(_ge(0)), _distinct)),
+    "n_jobs": (_int, None, _all(_ge(1), _rule(lambda v: v <= 1024, "must be <= 1024"))),
+    "n_trainable": (_int, None, _ge(1)),                              # all N directions
+    "untrainable": (_str, "zero", _one_of("zero", "frozen")),
+    "eps_holdout": (_int, 0, _ge(0)),
+    "generator": (_str, "xoshiro", _one_of("xoshiro", "numpy", "float32")),
+}
 _INIT_KEYS = ("modes", "levels")
 _TENSOR_KEYS = ("R", "Q", "T")
 
@@ -511,8 +524,13 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
     spec = Spec(model, data, training, init, solve, extra, name)
     from solvers.app.validate import check_simulate_section, check_solve, check_spec
     try:
+        if "simulate" in extra:
+            try:
+                opts = _read_section(doc, "simulate", SIMULATE_SCHEMA)
+            except _Problem as p:
+                raise ValueError(str(p)) from None
+            check_simulate_section(spec, opts)
         check_spec(spec)        # ranges, float64 range, realisability: before any work
-        check_simulate_section(spec)
         if sizing == "solve":
             check_solve(spec)   # the ODE solve's memory and time at its working precision
     except ValueError as e:

@@ -369,12 +369,9 @@ def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha
                          f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 
-def check_simulate_section(spec) -> None:
-    """The ``[simulate]`` keys of any spec that has the section (every subcommand reads it)."""
-    if "simulate" not in spec.extra:
-        return
-    from solvers.app import sections
-    opts = sections.read(spec, "simulate", sections.SIMULATE_SCHEMA)
+def check_simulate_section(spec, opts: dict) -> None:
+    """Caps on the validated ``[simulate]`` options ``opts`` of ``spec`` (every subcommand of
+    the common spec reads the section; ``simulate`` sizes its run in `check_simulation`)."""
     if opts["eps_holdout"] > MAX_EPS_HOLDOUT:
         m, d = spec.model, spec.data
         n = spec.solve.n_points
