@@ -31,6 +31,10 @@ SECTIONS = {
     "any": ("simulate", "sweep", "linear", "plateau", "asymptotic"),
 }
 
+# entry points whose work is the ODE solve of [solve], sized when the spec is read; the others
+# size the route they run when they run it (simulation steps, linear route, plateau fixed point)
+SOLVE_SIZED = ("solve", "compare")
+
 
 def _plain(x, label="spec"):
     """NumPy scalars and arrays, tuples and Fractions as the TOML types the schema reads."""
@@ -62,17 +66,24 @@ def as_spec(spec, sections: str = "any") -> Spec:
     accepted, any other is refused as the command line refuses it.
     """
     extra = SECTIONS[sections]
+    sizing = "solve" if sections in SOLVE_SIZED else None
     if isinstance(spec, Spec):
         allowed = ("model", "data", "training", "solve", "init", *extra)
         for sec in spec.extra:
             if sec not in extra:
                 raise SpecError(f"{spec.path}: unknown section [{sec}] (allowed: "
                                 f"{', '.join(allowed)})")
+        if sizing == "solve":
+            from solvers.app.validate import check_solve
+            try:
+                check_solve(spec)
+            except ValueError as e:
+                raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
         return spec
     if isinstance(spec, dict):
-        return parse_spec(_plain(spec), name=DICT_NAME, extra_sections=extra)
+        return parse_spec(_plain(spec), name=DICT_NAME, extra_sections=extra, sizing=sizing)
     if isinstance(spec, (str, os.PathLike)):
-        return _load_file(spec, extra_sections=extra)
+        return _load_file(spec, extra_sections=extra, sizing=sizing)
     raise TypeError(f"a spec is a dict, a path to a TOML file or a parsed Spec, got "
                     f"{type(spec).__name__}")
 

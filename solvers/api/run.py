@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from solvers.api.inputs import as_spec, user_errors
+from solvers.api.inputs import SpecError, as_spec, user_errors
 from solvers.api.results import CompareResult, SimulateResult, SolveResult
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
@@ -175,12 +175,12 @@ def linear(spec, what: str = "curve") -> dict:
     >>> out["alpha"], round(out["eps_g"][0], 6)
     ([0.0, 10.0], 0.50005)
     """
-    from solvers.app import sections
     from solvers.app.cli import linear as cli
     spec = as_spec(spec, "linear")
     with user_errors():
-        cli.check_linear(spec)
-        options = sections.read(spec, "linear", sections.LINEAR_SCHEMA)
+        if what not in ("curve", "window", "feature-scaling"):
+            raise ValueError(f"what = {what!r} must be 'curve', 'window' or 'feature-scaling'")
+        options = cli.checked_options(spec, what)
         if what == "curve":
             return cli.curve_result(spec, options["route"])
         if what == "window":
@@ -204,8 +204,13 @@ def asymptotic(spec) -> dict:
 
 def _plateau_family(spec, which):
     from solvers.app.cli import plateau as cli
+    from solvers.app.validate import check_plateau
     spec = as_spec(spec, which)
     started = time.perf_counter()
+    try:
+        check_plateau(spec, which)
+    except ValueError as e:          # worded as the command line words it
+        raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
     with user_errors():
         out = (cli.plateau_result if which == "plateau" else cli.asymptotic_result)(spec)
         out["meta"] = cli._meta(spec, started)

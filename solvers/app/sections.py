@@ -8,34 +8,33 @@ from __future__ import annotations
 
 from solvers.app.validate import MAX_DPS
 from solvers.app.spec import REQUIRED, check, convert, parse_section, section_error  # noqa: F401
+from solvers.app.spec import SIMULATE_SCHEMA as _SIMULATE_SCHEMA
 
 ROUTES = ("modes", "companion", "levels")
+
+
+def _at_most(n):
+    return check.rule(lambda v: v <= n, f"must be <= {n}")
+
 
 # [linear]: `linear curve|window|feature-scaling`
 LINEAR_SCHEMA = {
     "route": (convert.str, "modes", check.one_of(*ROUTES)),
     "N_l": (convert.list_of(convert.int, "list of integers"), None,    # powers of two below N
-            check.all(check.each(check.ge(1)), check.distinct)),
+            check.all(check.each(check.ge(1)), check.distinct, check.rule(
+                lambda v: len(v) <= 1000, "must have at most 1000 entries"))),
     "rotated": (convert.bool, False, None),
-    "n_W": (convert.int, 20, check.ge(2)),
+    "n_W": (convert.int, 20, check.all(check.ge(2), _at_most(10_000))),
     "simulate": (convert.bool, False, None),
-    "n_seeds": (convert.int, 20, check.ge(2)),
+    "n_seeds": (convert.int, 20, check.all(check.ge(2), _at_most(10_000))),
     "untrainable": (convert.str, "frozen", check.one_of("frozen", "zero")),
     "alpha_burn": (convert.float, None, check.ge(0)),     # 10 relaxation times of the slowest mode
     "alpha_max": (convert.float, None, check.gt(0)),      # 2 alpha_burn + 50; > alpha_burn
 }
 
-# [simulate]: `simulate` and the simulate cells of a sweep
-SIMULATE_SCHEMA = {
-    "seeds": (convert.list_of(convert.int, "list of integers"), None,  # [training.seed]
-              check.all(check.each(check.ge(0)), check.distinct)),
-    "n_jobs": (convert.int, None, check.ge(1)),                        # all cores
-    "n_trainable": (convert.int, None, check.ge(1)),                   # all N directions
-    "untrainable": (convert.str, "zero", check.one_of("zero", "frozen")),
-    "eps_holdout": (convert.int, 0, check.ge(0)),
-    # the simulator's input source, spelled out so that reading a spec does not import numba
-    "generator": (convert.str, "xoshiro", check.one_of("xoshiro", "numpy", "float32")),
-}
+# [simulate]: `simulate`, the simulate cells of a sweep, and read by every subcommand of the
+# common spec (declared next to the common sections in solvers.app.spec)
+SIMULATE_SCHEMA = _SIMULATE_SCHEMA
 
 # [plateau]: `plateau`
 PLATEAU_SCHEMA = {
@@ -59,7 +58,7 @@ SWEEP_SCHEMA = {
              check.all(check.each(check.one_of(*SWEEP_WHAT)), check.distinct)),
     "out": (convert.str, None, None),                     # SWEEP.sweep next to the file
     "scheduler": (convert.str, None, None),               # local processes
-    "n_jobs": (convert.int, None, check.ge(1)),           # all cores
+    "n_jobs": (convert.int, None, check.all(check.ge(1), _at_most(1024))),   # all cores
     "axes": (lambda v, label: v, {}, None),               # a table, checked by the sweep
 }
 

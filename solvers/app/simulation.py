@@ -25,11 +25,14 @@ def simulate_options(spec) -> dict:
                                               f"(got {spec.training.init!r}): a simulation "
                                               f"starts from drawn weights")
     from solvers.app.spec import SpecError
-    from solvers.app.validate import check_simulation_steps
-    try:        # step count (int64) and time estimate, before the simulator is called
-        check_simulation_steps(spec.solve.alpha_grid(), N, len(opts["seeds"]))
+    from solvers.app.validate import check_simulate_section, check_simulation
+    try:        # caps, step count (int64) and time estimate, before the simulator is called
+        check_simulate_section(spec, opts)
+        check_simulation(spec, opts)
+    except SpecError:
+        raise
     except ValueError as e:
-        raise SpecError(f"{spec.path}: {e}") from None
+        raise SpecError(f"{spec.path}: {' '.join(str(e).split())}") from None
     return opts
 
 

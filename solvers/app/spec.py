@@ -2,10 +2,15 @@
 
     [model]    activation = "erf"   K = 2   M = 2
     [data]     L = 16   beta = 1.0   N = 1024   rotate = false   (or eigenvalues = [...])
+               (defaults as shown; N only matters, and defaults, with init = "random")
     [training] eta = 0.1   order = 2   sigma_J = 0.01   seed = 0   init = "random"
     [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
     [solve]    alpha_max = 3000   n_points = 200   spacing = "log"   (or alphas = [...])
                alpha_min   basis = "levels"   dps = "auto"   digits = 12
+    [simulate] the simulator's options (solvers.app.sections.SIMULATE_SCHEMA); read by every
+               subcommand, so that one spec drives both the theory and the simulation
+
+Every key but ``[training] eta`` and ``[solve] alpha_max`` (or ``alphas``) has a default.
 
 Numbers that enter the ODEs (beta, eigenvalues, eta, sigma_J, initial conditions) are kept
 exact as `Fraction`: a TOML float is read through its shortest repr (0.3 -> 3/10) and a
@@ -137,7 +142,11 @@ def _fmt(v, limit: int = 60) -> str:
     elif isinstance(v, str):
         s = json.dumps(v)
     elif isinstance(v, Fraction):
-        s = _decimal(v) or f"{v.numerator}/{v.denominator}"
+        if max(abs(v.numerator).bit_length(), v.denominator.bit_length()) > 80:
+            from solvers.app.validate import _sci     # 1e-300 read exactly: as written
+            s = _sci(v)
+        else:
+            s = _decimal(v) or f"{v.numerator}/{v.denominator}"
     elif isinstance(v, (list, tuple)):
         s = "[" + ", ".join(_fmt(x, limit) for x in v) + "]"
     elif isinstance(v, dict):
@@ -320,6 +329,19 @@ _SCHEMA = {
         "digits": (_int, 12, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
     },
 }
+# [simulate]: the simulator's options.  Declared here, beside the common sections, because every
+# subcommand of the common spec reads it (one spec drives the ODEs and the simulation);
+# solvers.app.sections re-exports it.  The generator is spelled out so that reading a spec does
+# not import numba; eps_holdout and the number of seeds are capped in solvers.app.validate.
+SIMULATE_SCHEMA = {
+    "seeds": (_list_of(_int, "list of integers"), None,             # [training.seed]
+              _all(_each(_ge(0)), _distinct)),
+    "n_jobs": (_int, None, _all(_ge(1), _rule(lambda v: v <= 1024, "must be <= 1024"))),
+    "n_trainable": (_int, None, _ge(1)),                              # all N directions
+    "untrainable": (_str, "zero", _one_of("zero", "frozen")),
+    "eps_holdout": (_int, 0, _ge(0)),
+    "generator": (_str, "xoshiro", _one_of("xoshiro", "numpy", "float32")),
+}
 _INIT_KEYS = ("modes", "levels")
 _TENSOR_KEYS = ("R", "Q", "T")
 
@@ -356,19 +378,24 @@ def _read_section(doc: dict, sec: str, schema: dict | None = None) -> dict:
 
 # ---- cross-key checks --------------------------------------------------------------------
 
+# the paper's defaults: a power law with L = 16 levels, beta = 1 in N = 1024 dimensions
+DEFAULT_L, DEFAULT_BETA, DEFAULT_N = 16, Fraction(1), 1024
+
+
 def _check_data(d: dict, training_init: str) -> DataSpec:
     if d["eigenvalues"] is not None:
         if d["L"] is not None or d["beta"] is not None:
             raise _Problem("[data] give either L and beta or eigenvalues, not both")
         d["L"] = len(d["eigenvalues"])
-    elif d["L"] is None and d["beta"] is None:
-        raise _Problem("[data] give either L and beta or eigenvalues (neither given)")
     else:
-        for key, other in (("L", "beta"), ("beta", "L")):
-            if d[key] is None:
-                raise _Problem(f"[data] missing required key {key!r} (needed with {other})")
+        d["L"] = DEFAULT_L if d["L"] is None else d["L"]
+        d["beta"] = DEFAULT_BETA if d["beta"] is None else d["beta"]
     if d["N"] is None and training_init == "random":
-        raise _Problem("[data] missing required key 'N' (needed with training.init = 'random')")
+        # N only matters for a finite-N realisation; its default must hold the L levels
+        if DEFAULT_N % d["L"]:
+            raise _Problem(f"[data] N is not given and its default {DEFAULT_N} is not a "
+                           f"multiple of L = {d['L']}: give N (a multiple of L)")
+        d["N"] = DEFAULT_N
     if d["N"] is not None and d["N"] % d["L"]:
         raise _Problem(f"[data] L = {d['L']} does not divide N = {d['N']}")
     return DataSpec(**d)
@@ -462,8 +489,24 @@ def _read_init(raw, model: ModelSpec, data: DataSpec, training: TrainingSpec):
 
 # ---- public API --------------------------------------------------------------------------
 
-def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=()) -> Spec:
-    """Validate an already-parsed TOML document.  Raises SpecError."""
+# read by every subcommand of the common spec: one file drives the ODEs and the simulation
+# (``solve`` and ``simulate`` of the same spec); its keys are checked wherever it appears
+COMMON_EXTRA = ("simulate",)
+SIZINGS = ("solve", None)
+
+
+def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
+               sizing: str | None = "solve") -> Spec:
+    """Validate an already-parsed TOML document.  Raises SpecError.
+
+    ``sizing``: "solve" (default) also sizes the ODE solve of ``[solve]`` (trajectory memory
+    and time at the precision it will run at, `solvers.app.validate.check_solve`); None leaves
+    the sizing to the caller, whose work is another one (``simulate``, ``linear``: each sizes
+    the route it really runs before any work).
+    """
+    if sizing not in SIZINGS:
+        raise ValueError(f"sizing = {sizing!r} must be one of {SIZINGS}")
+    extra_sections = tuple(dict.fromkeys((*extra_sections, *COMMON_EXTRA)))
     try:
         doc = _table(mapping, "the spec")
         allowed = (*_SCHEMA, "init", *extra_sections)
@@ -479,11 +522,22 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=()) -> Spe
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
     spec = Spec(model, data, training, init, solve, extra, name)
-    from solvers.app.validate import check_spec
+    from solvers.app.validate import check_simulate_section, check_solve, check_spec
     try:
-        check_spec(spec)        # sizes, float64 range, realisability: before any work
+        if "simulate" in extra:
+            try:
+                opts = _read_section(doc, "simulate", SIMULATE_SCHEMA)
+            except _Problem as p:
+                raise ValueError(str(p)) from None
+            check_simulate_section(spec, opts)
+        check_spec(spec)        # ranges, float64 range, realisability: before any work
+        if sizing == "solve":
+            check_solve(spec)   # the ODE solve's memory and time at its working precision
     except ValueError as e:
-        raise SpecError(f"{name}: {' '.join(str(e).split())}") from None
+        msg = str(e)
+        if not msg.startswith(f"{name}: "):
+            msg = f"{name}: {msg}"
+        raise SpecError(" ".join(msg.split())) from None
     return spec
 
 
@@ -505,9 +559,10 @@ def read_document(path) -> dict:
     return doc
 
 
-def load_spec(path, extra_sections=()) -> Spec:
-    """Read and validate a spec file.  Raises SpecError."""
-    return parse_spec(read_document(path), name=str(path), extra_sections=extra_sections)
+def load_spec(path, extra_sections=(), sizing: str | None = "solve") -> Spec:
+    """Read and validate a spec file (``sizing``: see `parse_spec`).  Raises SpecError."""
+    return parse_spec(read_document(path), name=str(path), extra_sections=extra_sections,
+                      sizing=sizing)
 
 
 # ---- sections of other theories ----------------------------------------------------------

@@ -3,15 +3,31 @@ describe weights that cannot exist is refused here with one line naming the key,
 and the limit.
 
 Called from `solvers.app.spec.parse_spec` (every subcommand and every sweep cell goes through
-it) and from the few subcommands with sizes of their own (``simulate``: its step count).
-Each check raises `ValueError` with a message *without* the file name; the caller prefixes it.
+it: ranges, and the ODE solve's size unless the caller sizes its own route) and from the
+subcommands whose work is another one: ``simulate`` (steps, generator, holdout samples),
+``linear`` (the route it runs), ``bayes`` and ``kernel`` (their own sections).  Each check
+raises `ValueError` with a message *without* the file name; the caller prefixes it.
 
 Limits (environment variables raise them for a big machine or a long job):
   * memory estimate <= SCALING_ODES_MAX_MEMORY_GB (default 8 GiB),
   * time estimate   <= SCALING_ODES_MAX_HOURS     (default 24 h),
   * decimal exponents |e| <= MAX_DECIMAL_EXPONENT before anything is turned into a Fraction,
   * every exact number 1e-100 <= |x| <= 1e100 (or 0): squares and a few products must stay
-    inside float64 (1.8e308), where the simulator and the float64 solvers compute.
+    inside float64 (1.8e308), where the simulator and the float64 solvers compute,
+  * caps on every size: L <= 100000, N <= 2^40, K, M <= 64, n_points <= 10^6, dps <= 20000,
+    [simulate] eps_holdout <= 10^7 and at most 10^4 seeds (the sections of bayes and kernel
+    carry their own caps, in solvers/app/cli/bayes.py and kernel.py).
+
+Which check sizes which subcommand:
+  solve, sweep cells       `check_solve` (trajectory memory and time in [solve] basis at its dps)
+  simulate                 `check_simulation` (steps x generator rate, holdout samples, seeds)
+  linear curve | window | feature-scaling   `check_linear` (the route: modes / companion /
+                           levels at route_dps, the O(L) window, Eq. 88 with n_W Haar matrices)
+  plateau, asymptotic      `check_plateau` (fixed point and Jacobian over L levels, float64 modes)
+  bayes, kernel, kernel-mc in their CLI modules (features x points, modes x P, Monte-Carlo
+                           designs), with the constants measured in BENCHMARKS.md
+A result that would hold NaN or inf is refused by `solvers.app.cli.common.emit`
+(`first_non_finite` names where).
 """
 from __future__ import annotations
 
@@ -28,6 +44,8 @@ MAX_DPS = 20_000                       # flint aborts the process near 1e18; mpm
 MAX_L = 100_000
 MAX_KM = 64                            # K, M: the derivation grows like (K + M)^6, see _codegen_seconds
 MAX_N_POINTS = 10 ** 6
+MAX_N = 2 ** 40                        # input dimension: far beyond any memory, keeps int64 exact
+MAX_SEEDS = 10_000
 MAX_SIM_STEPS = 2 ** 62                # int64 step counter of the simulator
 # the smallest eigenvalue of a power law is λ_+ L^-(1+β): keep it (and its square) inside float64
 MAX_POWER_LAW_DECADES = 150
@@ -73,7 +91,8 @@ def _sci(x: Fraction) -> str:
     """A Fraction of any size as d.ddde±N (float() overflows beyond 1.8e308)."""
     if x == 0:
         return "0"
-    e = len(str(abs(x.numerator))) - len(str(x.denominator))
+    # from bit lengths: str() of a 10^4-digit integer is refused by Python's conversion limit
+    e = int((abs(x.numerator).bit_length() - x.denominator.bit_length()) * math.log10(2))
     mant = abs(x) / Fraction(10) ** e
     while mant >= 10:
         mant, e = mant / 10, e + 1
@@ -87,6 +106,36 @@ def _magnitude(x: Fraction, label: str):
         raise ValueError(f"{label} = {_sci(x)} is out of range: nonzero numbers must lie "
                          f"within 1e-100 .. 1e100 in magnitude (their squares and products must "
                          f"stay inside float64)")
+
+
+def in_range(v) -> bool:
+    """A number 0 or within 1e-100 .. 1e100 in magnitude (the rule of `_magnitude`)."""
+    if isinstance(v, float):
+        v = Fraction(v) if math.isfinite(v) else None
+    return v is not None and (v == 0 or MIN_MAGNITUDE <= abs(v) <= MAX_MAGNITUDE)
+
+
+RANGE_TEXT = ("is out of range: nonzero numbers must lie within 1e-100 .. 1e100 in magnitude "
+              "(their squares and products must stay inside float64)")
+
+
+def first_non_finite(obj, path="") -> str | None:
+    """Where a JSON-ready result holds NaN or +-inf (``"eps_bar[0]"``), or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else (path or "the result")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            hit = first_non_finite(v, f"{path}.{k}" if path else str(k))
+            if hit:
+                return hit
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            hit = first_non_finite(v, f"{path}[{i}]")
+            if hit:
+                return hit
+    elif hasattr(obj, "dtype") and hasattr(obj, "tolist"):      # numpy scalars and arrays
+        return first_non_finite(obj.tolist(), path)
+    return None
 
 
 def _walk(t, label):
@@ -133,13 +182,20 @@ def working_dps(spec) -> int | str:
 
 
 def check_spec(spec) -> None:
-    """Ranges, sizes and realisability of a parsed spec; ValueError (one line) when refused."""
+    """Ranges and realisability of a parsed spec, whatever runs it; ValueError (one line).
+
+    The size of the work is checked per subcommand, by the route that will run
+    (`check_solve`, `check_simulation`, `check_linear`, ...): a window of the linear theory
+    needs none of the memory an ODE trajectory at thousands of digits would.
+    """
     m, d, t, s = spec.model, spec.data, spec.training, spec.solve
     for key, v in (("K", m.K), ("M", m.M)):
         if v > MAX_KM:
             raise ValueError(f"[model] {key} = {v} is too large: at most {MAX_KM}")
     if d.L > MAX_L:
         raise ValueError(f"[data] L = {d.L} is too large: at most {MAX_L}")
+    if d.N is not None and d.N > MAX_N:
+        raise ValueError(f"[data] N = {d.N} is too large: at most {MAX_N}")
     if isinstance(s.dps, int) and s.dps > MAX_DPS:
         raise ValueError(f"[solve] dps = {s.dps} is too large: at most {MAX_DPS}")
     if s.n_points > MAX_N_POINTS:
@@ -171,46 +227,251 @@ def check_spec(spec) -> None:
         if math.log10(hi / lo) > MAX_POWER_LAW_DECADES:
             raise ValueError(f"[data] eigenvalues span {float(math.log10(hi / lo)):.0f} decades "
                              f"(at most {MAX_POWER_LAW_DECADES})")
-    # memory: the simulator's weights (and W when rotated), the solver's stored states
+    # memory of a finite-N realisation (the initial condition of init = "random" and the
+    # simulator): the weights, and W when rotated
     limit = memory_limit()
-    if d.N is not None:
+    if d.N is not None and t.init == "random":
         need = 8.0 * d.N * (m.K + m.M) * 4 + (8.0 * d.N ** 2 * 2 if d.rotate else 0)
         if need > limit:
             raise ValueError(f"[data] N = {d.N}: the weights need about {_gib(need)} of memory "
                              f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
+    if spec.init is not None:
+        check_realisable(spec)
+
+
+# ---- the exact spectrum (derive.spectra, SymPy) ------------------------------------------------
+
+def spectrum_seconds(L: int, beta) -> float:
+    """Time to build the exact power-law spectrum of L levels (``spectrum_of``: SymPy numbers).
+
+    Measured on this machine class: an integer beta (Rationals) 1.6 s at L = 1024, 9.4 s at
+    4096 (~L^1.25); any other beta (algebraic numbers l^-(1+beta)) 6.1 s at L = 256, 69 s at
+    1024 (~L^1.75).  An explicit eigenvalue list costs nothing comparable.
+    """
+    if beta is None:
+        return 0.0
+    if Fraction(beta).denominator == 1:
+        return 1.6 * (L / 1024) ** 1.25
+    return 69.0 * (L / 1024) ** 1.75
+
+
+def check_spectrum(spec, label="[data] L") -> None:
+    """Refuse an exact spectrum whose construction alone would pass the time limit."""
+    d = spec.data
+    est = spectrum_seconds(d.L, d.beta)
+    if est > time_limit():
+        raise ValueError(f"{label} = {d.L} with beta = {float(d.beta):.6g}: the exact spectrum "
+                         f"alone would take about {_hours(est)} (limit {_hours(time_limit())}, "
+                         f"SCALING_ODES_MAX_HOURS; an integer beta is much faster)")
+
+
+# ---- solve (and the subcommands that integrate the ODEs: plateau, asymptotic, sweep) ----------
+
+def check_solve(spec) -> None:
+    """The ODE solve of ``[solve]`` in the basis and at the precision it will run at: the stored
+    trajectory's memory and a lower bound on its time; ValueError (one line) when refused."""
+    m, d, s = spec.model, spec.data, spec.solve
+    check_spectrum(spec)
+    limit = memory_limit()
     state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
     dps = working_dps(spec)
     need = (s.n_points + 30) * state * _bytes_per_number(dps) * 2 + 8.0 * s.n_points
     if need > limit:
         raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "
-                         f"dps = {dps}: the trajectory needs about {_gib(need)} of memory "
-                         f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
+                         f"basis = {s.basis}, dps = {dps}: the trajectory needs about "
+                         f"{_gib(need)} of memory (limit {_gib(limit)}, "
+                         f"SCALING_ODES_MAX_MEMORY_GB)")
     if not isinstance(dps, str):
         # a lower bound: >= 100 steps x 13 stages x ~50 operations per state entry
         per_op = 2e-7 * max(1.0, dps / 100) ** 1.6
         est = 100 * 13 * 50 * state * per_op
         if est > time_limit():
-            raise ValueError(f"[solve] dps = {dps} with L = {d.L}: the solve would take at "
-                             f"least {_hours(est)} (limit {_hours(time_limit())}, "
-                             f"SCALING_ODES_MAX_HOURS)")
-    if spec.init is not None:
-        check_realisable(spec)
+            raise ValueError(f"[solve] dps = {dps} with L = {d.L} (basis = {s.basis}): the "
+                             f"solve would take at least {_hours(est)} (limit "
+                             f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 
-def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha_max"):
-    """The simulator counts steps round(α N) in int64; refuse grids beyond it or the time limit."""
+# ---- plateau, asymptotic ----------------------------------------------------------------------
+
+def plateau_seconds(spec) -> float:
+    """``plateau`` / ``asymptotic``: the exact spectrum, the symmetric fixed point and its
+    Jacobian at ``[plateau] dps`` over L levels, and the spec's trajectory in float64 modes
+    (never the [solve] basis and dps).  Measured (erf K = M = 2, default dps, one core, loaded):
+    3.0 / 5.3 / 15.8 s CPU at L = 8 / 16 / 32; extrapolated as L^2.5 (a dense Jacobian of
+    L levels is diagonalised) and (M/2)^4 in the width."""
+    d, m = spec.data, spec.model
+    return spectrum_seconds(d.L, d.beta) + 16.0 * max(1.0, d.L / 32) ** 2.5 * \
+        max(1.0, m.M / 2) ** 4
+
+
+def check_plateau(spec, command: str) -> None:
+    """Size ``plateau`` / ``asymptotic`` by their own route (ValueError with the estimate)."""
+    d, m = spec.data, spec.model
+    est = plateau_seconds(spec)
+    if est > time_limit():
+        raise ValueError(f"[data] L = {d.L}, [model] M = {m.M}: {command} (fixed point and "
+                         f"Jacobian over L levels) would take about {_hours(est)} (limit "
+                         f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
+    state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
+    need = 8.0 * (state * (spec.solve.n_points + 30) + 4 * state * state)
+    if need > memory_limit():
+        raise ValueError(f"[data] L = {d.L}: {command} needs about {_gib(need)} of memory "
+                         f"(its Jacobian over {state} state entries; limit "
+                         f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
+
+
+# ---- simulate ------------------------------------------------------------------------------
+
+# the Monte-Carlo error of eps_g on n fresh samples is ~ eps_g sqrt(2/n): 10^7 gives 5e-4 of it
+MAX_EPS_HOLDOUT = 10 ** 7
+
+# Seconds per SGD step and input dimension for each input generator (erf, K = M = 2, one
+# thread; the cost per N grows once the weights leave the caches, so two sizes).  Measured with
+# `simulate` at N = 2^10 .. 2^20 on this machine class under a load of ~15 on 2 cores and
+# divided by that slowdown (~7x, checked against a report of ~27 h for alpha N = 2^20 x 10^5
+# numpy steps on an idle machine); BENCHMARKS.md, section "validation: sizing constants".
+_STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per step per N
+    "xoshiro": (1.5e-9, 2.7e-9),
+    "float32": (1.0e-9, 1.8e-9),
+    "numpy": (2.4e-9, 3.5e-9),
+}
+# one holdout sample: N normals from NumPy and K + M dot products of length N (measured the same
+# way: 0.9-1.4e-7 s per sample per N under the load, 2e-8 idle)
+_HOLDOUT_SECONDS = 2e-8      # per sample per N
+
+
+def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:
+    """Estimated seconds of one SGD step (input draw, K + M dot products, update)."""
+    small, large = _STEP_SECONDS.get(generator, _STEP_SECONDS["numpy"])
+    per = small if N <= 16384 else large
+    return per * N * max(1.0, (K + M) / 4)
+
+
+def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha_max",
+                           K: int = 2, M: int = 2, generator: str = "xoshiro",
+                           eps_holdout: int = 0):
+    """The simulator counts steps round(α N) in int64; refuse grids beyond it, and runs whose
+    time estimate (steps, input generator, holdout samples) passes the limit."""
     top = max(alphas)
     steps = top * N
     if not math.isfinite(steps) or steps > MAX_SIM_STEPS:
         count = f"{steps:.3g}" if math.isfinite(steps) else "more than 1.8e308"
         raise ValueError(f"{label} = {top:.6g} with N = {N} is {count} SGD steps: beyond "
                          f"the simulator's step counter (at most {float(MAX_SIM_STEPS):.3g})")
-    # ~2e7 steps/s is a generous rate for the numba kernel at small N (it falls with N)
-    est = steps * n_runs * max(1.0, N / 1000) / 2e7
-    if est > time_limit():
-        raise ValueError(f"{label} = {top:.6g} with N = {N} ({n_runs} run(s)): about "
-                         f"{_hours(est)} of simulation (limit {_hours(time_limit())}, "
-                         f"SCALING_ODES_MAX_HOURS)")
+    est = steps * n_runs * step_seconds(N, K, M, generator)
+    hold = len(alphas) * eps_holdout * N * (K + M) / 4 * _HOLDOUT_SECONDS * n_runs
+    if est + hold > time_limit():
+        parts = f"{_hours(est)} of SGD steps ({generator} inputs)"
+        if eps_holdout:
+            parts += f" + {_hours(hold)} of holdout samples (eps_holdout = {eps_holdout})"
+        raise ValueError(f"{label} = {top:.6g} with N = {N} ({n_runs} run(s), "
+                         f"{len(alphas)} points): about {parts} (limit "
+                         f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
+
+
+def check_simulate_section(spec, opts: dict) -> None:
+    """Caps on the validated ``[simulate]`` options ``opts`` of ``spec`` (every subcommand of
+    the common spec reads the section; ``simulate`` sizes its run in `check_simulation`)."""
+    if opts["eps_holdout"] > MAX_EPS_HOLDOUT:
+        m, d = spec.model, spec.data
+        n = spec.solve.n_points
+        est = n * opts["eps_holdout"] * (d.N or 1) * (m.K + m.M) / 4 * _HOLDOUT_SECONDS
+        raise ValueError(f"[simulate] eps_holdout = {opts['eps_holdout']} is too large: at "
+                         f"most {MAX_EPS_HOLDOUT} samples per point (its Monte-Carlo error is "
+                         f"then 5e-4 of eps_g; {n} points at N = {d.N} would take about "
+                         f"{_hours(est)} of holdout sampling per seed)")
+    if opts["seeds"] is not None and len(opts["seeds"]) > MAX_SEEDS:
+        raise ValueError(f"[simulate] seeds has {len(opts['seeds'])} entries: at most "
+                         f"{MAX_SEEDS}")
+
+
+def check_simulation(spec, options: dict) -> None:
+    """Everything ``simulate`` will do for ``spec`` with its validated [simulate] options."""
+    m, d = spec.model, spec.data
+    check_simulation_steps(spec.solve.alpha_grid(), d.N, len(options["seeds"]), K=m.K, M=m.M,
+                           generator=options["generator"], eps_holdout=options["eps_holdout"])
+
+
+# ---- linear curve | window | feature-scaling ---------------------------------------------------
+
+def _mp_op_seconds(dps: int) -> float:
+    """One mpmath operation of the modes route (secular polish, sums), measured: 1.5e-4 s per
+    L^2 at 25-100 digits (~15 operations per L^2); grows like dps^1.6 past ~100 digits."""
+    return 1e-5 * max(1.0, dps / 100) ** 1.6
+
+
+_FLOPS = 1e9                 # dense float64 linear algebra, one core
+
+
+def linear_work(spec, command: str, route: str = "modes",
+                options: dict | None = None) -> tuple[float, float, str]:
+    """(seconds, bytes, what) of ``linear COMMAND`` for ``spec`` along the route it will run."""
+    d, s = spec.data, spec.solve
+    L = d.L
+    spectrum = spectrum_seconds(L, d.beta)
+    if command == "window":
+        # O(L) float64; the exact curve's exponent (L <= 2048): float64 modes, L x L arrays
+        n = L if L <= WINDOW_EXACT_MAX_L else 0
+        return 1e-7 * L + 3e-8 * n * n, 8.0 * 4 * n * n + 64.0 * L, "the window (float64)"
+    if command == "feature-scaling":
+        opts = options or {}
+        N = d.N if d.N is not None else L
+        n_l = len(opts.get("N_l") or ()) or max(1, int(math.log2(N)))
+        t, mem, what = spectrum + 1e-7 * N * n_l, 64.0 * N, "the feature-scaling theory"
+        if opts.get("rotated"):
+            # Eq. 88 twice per Haar W: a QR, a product and a Cholesky per N_l, all ~N^3
+            t += 2 * opts.get("n_W", 20) * (4 + n_l) * N ** 3 / _FLOPS
+            mem += 8.0 * 4 * N * N
+            what = f"the rotated feature-scaling theory (n_W = {opts.get('n_W', 20)}, N = {N})"
+        if opts.get("simulate"):
+            n_seeds = opts.get("n_seeds", 20)
+            amax = opts.get("alpha_max")
+            if amax is not None:
+                steps = amax * N * n_seeds * n_l * (N if opts.get("rotated") else 1)
+                t += steps * 2e-9
+                what += f" with its simulation (n_seeds = {n_seeds}, alpha_max = {amax:g})"
+        return t, mem, what
+    from solvers.theory.linear import route_dps
+    n_points = s.n_points
+    if s.dps == "float64":
+        return spectrum + 3e-8 * L * L * 4, 8.0 * 4 * L * L, "the modes route in float64"
+    dps = route_dps(route, L, s.digits) if s.dps == "auto" else int(s.dps)
+    runs = 2                                # exact_curve checks every result at more digits
+    if route == "modes":
+        t = runs * (15 * L * L + 3 * n_points * L) * _mp_op_seconds(dps)
+        mem = 2 * L * L * 8.0 + 4 * L * _bytes_per_number(dps)
+    elif route == "companion":
+        t = runs * (40 * L * L + 3 * n_points * L) * _mp_op_seconds(dps)
+        mem = 8 * L * _bytes_per_number(dps) + 2 * L * L * 8.0
+    else:
+        # dense L x L arb matrices: an exponential and its squarings, O(L^3) products each
+        t = runs * 40 * L ** 3 * _mp_op_seconds(dps) * 0.05
+        mem = 4 * L * L * _bytes_per_number(dps)
+    return spectrum + t, mem, f"the {route} route at dps = {dps}"
+
+
+WINDOW_EXACT_MAX_L = 2048
+
+
+def check_linear(spec, command: str, route: str = "modes", options: dict | None = None) -> None:
+    """Size ``linear COMMAND`` by the route it runs (ValueError with the estimate)."""
+    d, s = spec.data, spec.solve
+    if command == "curve" and s.dps != "float64":
+        from solvers.theory.linear import route_dps
+        dps = route_dps(route, d.L, s.digits) if s.dps == "auto" else int(s.dps)
+        if dps > MAX_DPS:
+            raise ValueError(f"[linear] route = {route!r} at L = {d.L}: needs dps = {dps} "
+                             f"(at most {MAX_DPS}; the modes route needs only digits + 10)")
+    if command != "window":
+        check_spectrum(spec)
+    secs, need, what = linear_work(spec, command, route, options)
+    label = "[linear]" if command == "feature-scaling" else f"[data] L = {d.L}"
+    if need > memory_limit():
+        raise ValueError(f"{label}: {what} needs about {_gib(need)} of memory "
+                         f"(limit {_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
+    if secs > time_limit():
+        raise ValueError(f"{label}: {what} would take about {_hours(secs)} (limit "
+                         f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
 
 
 # ---- realisability of explicit initial conditions ---------------------------------------------

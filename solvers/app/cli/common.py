@@ -26,8 +26,15 @@ def progress_bar(total: float, desc: str):
 
 
 def emit(result: dict, args) -> None:
-    """Write a JSON result: ``-o FILE`` and/or ``--json`` (stdout); stdout when neither."""
-    text = json.dumps(result, indent=None if args.json else 1)
+    """Write a JSON result: ``-o FILE`` and/or ``--json`` (stdout); stdout when neither.
+
+    A result holding NaN or +-inf is refused (one line naming where), never written."""
+    from solvers.app.validate import first_non_finite
+    where = first_non_finite(result)
+    if where:
+        raise CliError(f"the result is not finite at '{where}': refused (the inputs are "
+                       f"outside the range where this computation holds)")
+    text = json.dumps(result, indent=None if args.json else 1, allow_nan=False)
     if args.output:
         Path(args.output).write_text(text + "\n")
     if args.json or not args.output:

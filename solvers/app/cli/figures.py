@@ -13,10 +13,14 @@ def cmd_figures(args) -> int:
             print(f"{str(n):>3}  {f.title}")
         return 0
     figs = None
-    if args.fig:
-        # the order given is kept: cheapest first when the caller says so
+    if args.fig is not None:
+        # the order given is kept: cheapest first when the caller says so; an empty --fig ''
+        # names no figure (it must not fall back to "all", hours of work)
         from solvers.app.gallery import all_figures, figure_id
         figs = list(dict.fromkeys(figure_id(x) for part in args.fig for x in str(part).replace(",", " ").split()))
+        if not figs:
+            raise CliError("--fig names no figure (got an empty value); give e.g. --fig 6 or "
+                           "--fig 2,7, or leave --fig out for all figures")
         bad = [n for n in figs if n not in all_figures()]
         if bad:
             extra = ", ".join(str(n) for n in all_figures() if isinstance(n, str))

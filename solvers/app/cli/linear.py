@@ -18,21 +18,25 @@ import math
 import time
 from fractions import Fraction
 
+import numpy as np
+
 from solvers.app.cli.common import json_command, spec_command
 
 
-def _load(path):
-    """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
-    from solvers.app import sections
+def _load(path, command: str):
+    """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA), sized
+    by the route ``linear COMMAND`` will run (solvers.app.validate.check_linear)."""
     from solvers.app.spec import load_spec
-    spec = load_spec(path, extra_sections=("linear",))
-    check_linear(spec)
-    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
+    spec = load_spec(path, extra_sections=("linear",), sizing=None)
+    return spec, checked_options(spec, command)
 
 
-def check_linear(spec) -> None:
-    """What the linear theory needs of a spec (activation, K = M = 1, no explicit init)."""
+def checked_options(spec, command: str) -> dict:
+    """What the linear theory needs of a spec (activation, K = M = 1, no explicit init) and its
+    [linear] options, sized by the route ``linear COMMAND`` runs; SpecError in one line."""
+    from solvers.app import sections
     from solvers.app.spec import SpecError
+    from solvers.app.validate import check_linear
     name = spec.path
     m, t = spec.model, spec.training
     if m.activation != "linear":
@@ -44,6 +48,18 @@ def check_linear(spec) -> None:
     if t.init == "explicit":
         raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
+    options = sections.read(spec, "linear", sections.LINEAR_SCHEMA)
+    try:
+        check_linear(spec, command, options["route"], options)
+    except SpecError:
+        raise
+    except ValueError as e:
+        raise SpecError(f"{name}: {' '.join(str(e).split())}") from None
+    return options
+
+
+def _loader(command: str):
+    return lambda path: _load(path, command)
 
 
 def curve_result(spec, route: str, progress=None) -> dict:
@@ -83,35 +99,49 @@ def curve_result(spec, route: str, progress=None) -> dict:
 
 
 def window_result_of(spec) -> dict:
+    from types import SimpleNamespace
+    from solvers.app.simulation import eigenvalues_of
+    from solvers.app.validate import WINDOW_EXACT_MAX_L
     from solvers.theory.linear import modes_solution, window_result
-    from solvers.app.solve import spectrum_of
     d, t = spec.data, spec.training
     if d.beta is None:
         raise ValueError("the power-law window needs [data] L and beta (not an eigenvalue list)")
     if not d.beta > 0:
-        raise ValueError(f"the power-law window needs beta > 0, got {float(d.beta)}")
+        raise ValueError(f"[data] beta = {float(d.beta):g}: the power-law window needs "
+                         f"beta > 0")
     res = window_result(d.L, float(d.beta), float(t.eta))
     res.update(L=d.L, beta=float(d.beta), eta=float(t.eta))
-    if d.L <= 2048:
-        # the exact curve's own local exponent at the centre (central difference, float64 modes)
-        sol = modes_solution(spectrum_of(spec), t.eta, order=t.order, sigma_J=t.sigma_J)
+    if d.L <= WINDOW_EXACT_MAX_L:
+        # the exact curve's own local exponent at the centre (central difference, float64
+        # modes).  The float64 route reads only float(eigenvalue) and float(weight): the
+        # correctly rounded values (mpmath, 40 digits) stand in for the exact SymPy spectrum,
+        # which costs minutes at L = 2048 when beta is not an integer
+        lam = eigenvalues_of(spec)
+        spectrum = SimpleNamespace(eigenvalues=lam, weights=[1.0 / d.L] * d.L, L=d.L)
+        sol = modes_solution(spectrum, t.eta, order=t.order, sigma_J=t.sigma_J)
         a, h = res["alpha_centre"], 1e-4
         hi, lo = sol.eps_g(a * math.exp(h)), sol.eps_g(a * math.exp(-h))
-        res["exponent_exact_curve"] = -(math.log(hi) - math.log(lo)) / (2 * h)
+        with np.errstate(all="ignore"):
+            res["exponent_exact_curve"] = -(math.log(hi) - math.log(lo)) / (2 * h) \
+                if hi > 0 and lo > 0 and math.isfinite(hi) and math.isfinite(lo) else math.nan
+        if not math.isfinite(res["exponent_exact_curve"]):
+            raise ValueError(f"[training] eta = {float(t.eta):g}: the exact curve is not finite "
+                             f"at the window's centre alpha = {a:.6g} (the dynamics diverge for "
+                             f"eta * lambda_1 >= 2 at order 2)")
     return res
 
 
-@json_command(_load)
+@json_command(_loader("curve"))
 def cmd_curve(args, spec, options) -> dict:
     return curve_result(spec, options["route"])
 
 
-@json_command(_load)
+@json_command(_loader("window"))
 def cmd_window(args, spec, _) -> dict:
     return window_result_of(spec)
 
 
-@json_command(_load)
+@json_command(_loader("feature-scaling"))
 def cmd_feature_scaling(args, spec, options) -> dict:
     from solvers.theory.feature_scaling import feature_scaling_result
     return feature_scaling_result(spec, options=options)

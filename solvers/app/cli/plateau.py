@@ -38,9 +38,17 @@ def register(sub) -> None:
 
 # -- shared -----------------------------------------------------------------------------------
 
-def _load(path):
-    from solvers.app.spec import load_spec
-    return load_spec(path, extra_sections=("plateau", "asymptotic"))
+def _load(path, command="plateau"):
+    """The spec, sized by the route plateau / asymptotic run (solvers.app.validate.check_plateau:
+    a fixed point and float64 modes, not the ODE solve of [solve] basis and dps)."""
+    from solvers.app.spec import SpecError, load_spec
+    from solvers.app.validate import check_plateau
+    spec = load_spec(path, extra_sections=("plateau", "asymptotic"), sizing=None)
+    try:
+        check_plateau(spec, command)
+    except ValueError as e:
+        raise SpecError(f"{spec.path}: {' '.join(str(e).split())}") from None
+    return spec
 
 
 def _check_model(spec):
@@ -170,7 +178,7 @@ def _command(result_of):
     """The subcommand: load the spec, compute, add meta, check finiteness, write JSON."""
     def run(args) -> int:
         started = time.perf_counter()
-        spec = _load(args.spec)
+        spec = _load(args.spec, args.command)
         out = result_of(spec)
         out["meta"] = _meta(spec, started)
         _emit(out, args)

@@ -110,7 +110,7 @@ def simulate_spec(spec, progress: bool = False) -> dict:
 
 def cmd_simulate(args) -> int:
     from solvers.app.cli.common import emit
-    spec = load_spec(args.spec, extra_sections=("simulate", "sweep"))
+    spec = load_spec(args.spec, extra_sections=("simulate", "sweep"), sizing=None)
     progress = args.progress if args.progress is not None else sys.stderr.isatty()
     emit(simulate_spec(spec, progress=progress), args)
     return 0
