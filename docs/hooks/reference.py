@@ -34,7 +34,7 @@ SECTIONS = [
     ("solve", "solvers.app.spec", "_SCHEMA", "solve", "every online-SGD command"),
     ("linear", "solvers.app.sections", "LINEAR_SCHEMA", None,
      "`linear curve`, `linear window`, `linear feature-scaling`"),
-    ("simulate", "solvers.app.sections", "SIMULATE_SCHEMA", None,
+    ("simulate", "solvers.app.spec", "SIMULATE_SCHEMA", None,
      "`simulate`, `compare`, `sweep`"),
     ("plateau", "solvers.app.sections", "PLATEAU_SCHEMA", None, "`plateau`"),
     ("asymptotic", "solvers.app.sections", "ASYMPTOTIC_SCHEMA", None, "`asymptotic`"),
