@@ -34,7 +34,7 @@ SIMULATE_SCHEMA = {
     "untrainable": (convert.str, "zero", check.one_of("zero", "frozen")),
     "eps_holdout": (convert.int, 0, check.ge(0)),
     # the simulator's input source, spelled out so that reading a spec does not import numba
-    "generator": (convert.str, "xoshiro", check.one_of("xoshiro", "numpy", "float32")),
+    "generator": (convert.str, "float32", check.one_of("xoshiro", "numpy", "float32")),
 }
 
 # [plateau]: `plateau`
