@@ -60,3 +60,16 @@ def test_initial_realisation_does_not_depend_on_the_generator(rotate):
     r = sim.simulate(seed=7, eigenvalues=lam, **{k: v for k, v in kw.items() if k not in ("L", "beta")})
     for k, arr in (("R", ini.R), ("Q", ini.Q), ("T", ini.T)):
         assert np.array_equal(np.asarray(arr, dtype=float), r.init_modes[k]), k
+
+
+def test_two_threads_only_when_a_cpu_is_idle(monkeypatch):
+    """threads=None takes a second thread only when the 1-minute load leaves a CPU idle: under
+    load the two threads' per-step wait costs a time slice (BENCHMARKS.md §17: 3-6k steps/s on
+    two threads against 170-520k on one at load 12-20)."""
+    from solvers.hierarchy import background
+    monkeypatch.setattr(background, "available_cpus", lambda: 2)
+    st = sim._validate(**{**TINY, "N": 1024, "L": 4}, seed=0)
+    for load, want in ((0.0, 2), (1.5, 2), (1.6, 1), (12.0, 1)):
+        monkeypatch.setattr(sim, "_load_average", lambda load=load: load)
+        assert sim._threads(st, None) == want, load
+        assert sim._threads(st, 2) == 2                        # asked for: given

@@ -484,14 +484,34 @@ def _progress_bar(enabled, total):
                 desc="SGD", leave=False)
 
 
+def _load_average() -> float:
+    """1-minute load average (0 where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+# Two threads wait for each other at every step: when other work keeps the CPUs busy, the
+# waiting thread is descheduled and a step costs a time slice.  Measured (BENCHMARKS.md §17),
+# N = 1024, K = M = 2, 2 CPUs: at load 12-20 two threads ran 3-6k steps/s against 170-520k on
+# one; the whole command at load 3.4-10 was 2-5x the naive loop instead of 20-25x.  So two
+# threads only when the 1-minute load leaves a CPU idle on average (the load of §13's idle runs,
+# the benchmark's own runs included, was 0.9-1.3 on 2 CPUs).
+_IDLE_CPU_MARGIN = 0.5
+
+
 def _threads(st: _Setup, threads):
     """Threads of the C step loop: 1 or 2 as asked; None = 2 when a second CPU is free for this
     call (background.parallel_allowed: not in simulate_many's threads or a sweep's workers, not
-    SCALING_ODES_SERIAL=1) and N >= _TWO_THREAD_MIN_N."""
+    SCALING_ODES_SERIAL=1; and the 1-minute load average at most CPUs - 0.5) and
+    N >= _TWO_THREAD_MIN_N."""
     if threads is not None:
         return threads
-    from solvers.hierarchy.background import parallel_allowed
-    return 2 if st.N >= _TWO_THREAD_MIN_N[st.generator] and parallel_allowed() else 1
+    from solvers.hierarchy.background import available_cpus, parallel_allowed
+    if st.N < _TWO_THREAD_MIN_N[st.generator] or not parallel_allowed():
+        return 1
+    return 2 if _load_average() <= available_cpus() - _IDLE_CPU_MARGIN else 1
 
 
 class _ThreadChoice:
