@@ -617,8 +617,9 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     run together with its generator.  The weights, the rotation and the held-out samples do
     not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
-    None (default) takes 2 when a second CPU is free for this call and N >= 512 (float32) or
-    1024 (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
+    None (default) takes 2 when a second CPU is free for this call (not in a worker thread or
+    process, and the 1-minute load average at most CPUs - 0.5) and N >= 512 (float32) or 1024
+    (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
