@@ -255,6 +255,7 @@ def test_default_threads(kernel, monkeypatch):
     from solvers.sim import simulate as sim
     kw = {**THREAD_CASES["erf K2 M2 N1024"], "alphas": [0, 1], "generator": "float32"}
     monkeypatch.setattr(background, "available_cpus", lambda: 2)
+    monkeypatch.setattr(sim, "_load_average", lambda: 0.0)          # an idle machine
     assert simulate(seed=0, **kw).threads == 2
     assert simulate(seed=0, **{**kw, "N": 256}).threads == 1          # below _TWO_THREAD_MIN_N
     assert simulate(seed=0, **{**kw, "generator": "xoshiro", "N": 512}).threads == 1
@@ -301,6 +302,7 @@ def test_switching_threads_within_a_run_keeps_the_bits(kernel, monkeypatch):
     from solvers.hierarchy import background
     from solvers.sim import simulate as sim
     monkeypatch.setattr(background, "available_cpus", lambda: 2)
+    monkeypatch.setattr(sim, "_load_average", lambda: 0.0)          # an idle machine
     monkeypatch.setattr(sim._ThreadChoice, "PROBE", 2)          # every other call switches
     monkeypatch.setattr(sim, "_CALL_WORK_TWO_THREADS", 1 << 15)  # many short calls
     kw = {**THREAD_CASES["erf K2 M2 N1024"], "generator": "float32", "alphas": [0, 1, 6]}

@@ -340,7 +340,7 @@ SIMULATE_SCHEMA = {
     "n_trainable": (_int, None, _ge(1)),                              # all N directions
     "untrainable": (_str, "zero", _one_of("zero", "frozen")),
     "eps_holdout": (_int, 0, _ge(0)),
-    "generator": (_str, "xoshiro", _one_of("xoshiro", "numpy", "float32")),
+    "generator": (_str, "float32", _one_of("xoshiro", "numpy", "float32")),
 }
 _INIT_KEYS = ("modes", "levels")
 _TENSOR_KEYS = ("R", "Q", "T")

@@ -1,4 +1,6 @@
-"""Fast reproducible standard normals for the compiled SGD loop: xoshiro256++ lanes + ziggurat.
+"""Fast reproducible standard normals for the compiled SGD loop: xoshiro256++ lanes, turned into
+normals by a float32 inverse CDF (generator "float32", the simulator's default) or a ziggurat
+(generator "xoshiro").
 
 Why a generator of our own
 --------------------------
@@ -320,8 +322,8 @@ def fill_normals_f32(state, scratch, scale, z):
 def standard_normal(state, n, scale=None, kind="ziggurat") -> np.ndarray:
     """Next n normals of the stream (times ``scale``), as the simulator would draw them.
 
-    kind: "ziggurat" (float64 deviates, the default generator "xoshiro") or "float32" (the
-    inverse-CDF transform of generator "float32")."""
+    kind: "ziggurat" (float64 deviates: the simulator's generator "xoshiro") or "float32" (the
+    inverse-CDF transform of generator "float32", the simulator's default)."""
     z = np.empty(n)
     scale = np.ones(n) if scale is None else np.asarray(scale, dtype=np.float64)
     if kind == "float32":

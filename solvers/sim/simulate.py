@@ -45,15 +45,29 @@ Reproducibility
 ``np.random.SeedSequence(seed).spawn(5)`` gives independent streams, in this order, for the
 teacher B, the student J, the rotation W, the training inputs and the held-out inputs.  So the
 training trajectory does not depend on ``eps_holdout``, ``rotate`` does not change J or B, and
-supplying J0 does not change the data.  Training sample t consumes the t-th block of N normals of
-the input stream.  That stream is, by default (``generator="xoshiro"``), 16 xoshiro256++ lanes
-seeded from child 3 with a ziggurat transform (``solvers/sim/normals.py``: 1.8 ns per normal on
-this machine against 3.2 ns for NumPy's PCG64 called from numba); ``generator="numpy"`` keeps
-the reference stream, a PCG64 Generator on child 3, drawn exactly as ``rng.standard_normal(N)``
-would (numba implements NumPy's ziggurat bit for bit); ``generator="float32"`` uses the same
-lanes with a float32 inverse-CDF transform, two normals per 64-bit word.  ``naive_simulate`` draws the same stream
-as ``simulate`` for either choice.  Record points, chunking and the progress bar never change
-the stream, hence the trajectory.  No reduction depends on threads or scheduling; the
+supplying J0 does not change the data; in particular the initial weights, hence the initial
+order parameters (``initial_mode_overlaps``, which ``solve`` with init = "random" uses), do not
+depend on ``generator``.  Training sample t consumes the t-th block of N normals of the input
+stream.  Three streams, all seeded from child 3:
+
+- ``generator="float32"`` (the default): 16 xoshiro256++ lanes, each 64-bit word split into two
+  32-bit draws turned into normals by a float32 inverse CDF (``solvers/sim/normals.py``).  The
+  fastest of the three that passes the checks of the other two: the statistical tests shared
+  with the ziggurat (tests/test_normals.py), the transform's accuracy against erfinv on every
+  input (tests/test_normals_f32.py: 5.4e-7 relative, |z| < 5.42, i.e. 6e-8 of a true normal's
+  mass cut off), and the finite-size agreement with the ODEs (tests/test_sim_vs_ode.py: the
+  discrepancy falls like N^-1/2 up to N = 8192, plateau escapes as with the ziggurat).  About
+  1.5x the ziggurat's step rate at N = 1024, one thread, and more with two (BENCHMARKS.md).
+- ``generator="xoshiro"``: the same lanes, one word per normal, ziggurat transform in float64
+  (the default until the float32 stream had passed the same checks; keep it for float64 inputs).
+- ``generator="numpy"``: the reference stream, a PCG64 Generator, drawn exactly as
+  ``rng.standard_normal(N)`` would (numba implements NumPy's ziggurat bit for bit).
+
+Each seed gives one fixed stream per generator, so a seed reproduces its run only together with
+the generator (``result.config["generator"]``, the CLI's ``meta.generator``); runs made before
+the default changed are reproduced with ``generator="xoshiro"``.  ``naive_simulate`` draws the
+same stream as ``simulate`` for every choice.  Record points, chunking and the progress bar never
+change the stream, hence the trajectory.  No reduction depends on threads or scheduling; the
 kernels' dot products are vectorised (see ``kernels._dot_simd`` and csrc/sgd_rows.c), so their
 order is fixed by the compiled code: the same seed gives a bit-identical trajectory on the same
 machine with the same kernel, in this process or in a thread of ``simulate_many``.
@@ -91,9 +105,11 @@ __all__ = [
 ]
 
 ACTIVATIONS = ("erf", "linear")
-# Sources of the training inputs: "xoshiro" (default, solvers/sim/normals.py) or "numpy", the
-# PCG64 stream of NumPy's Generator (the reference: bit-identical to rng.standard_normal).
+# Sources of the training inputs (module doc): "float32" (the default) and "xoshiro", two
+# transforms of the xoshiro256++ lanes (solvers/sim/normals.py), or "numpy", the PCG64 stream of
+# NumPy's Generator (the reference: bit-identical to rng.standard_normal).
 GENERATORS = ("xoshiro", "numpy", "float32")
+DEFAULT_GENERATOR = "float32"
 _GEN_CODE = {"numpy": 0, "xoshiro": 1, "float32": 2}
 # Largest number of SGD steps accepted: far beyond any run that can finish (10^12 steps are a few
 # weeks at 10^6 steps/s), and well inside int64, where round(alpha N) would otherwise overflow.
@@ -262,7 +278,7 @@ class _Setup:
     eps_holdout: int
     J0: np.ndarray | None
     B0: np.ndarray | None
-    generator: str = "xoshiro"
+    generator: str = DEFAULT_GENERATOR
 
     @property
     def scale(self):
@@ -278,7 +294,7 @@ class _Setup:
 
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
               eigenvalues=None, rotate=False, n_trainable=None, untrainable="zero",
-              eps_holdout=0, J0=None, B0=None, generator="xoshiro") -> _Setup:
+              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR) -> _Setup:
     _check_activation(activation)
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
@@ -468,14 +484,34 @@ def _progress_bar(enabled, total):
                 desc="SGD", leave=False)
 
 
+def _load_average() -> float:
+    """1-minute load average (0 where the OS has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+# Two threads wait for each other at every step: when other work keeps the CPUs busy, the
+# waiting thread is descheduled and a step costs a time slice.  Measured (BENCHMARKS.md §17),
+# N = 1024, K = M = 2, 2 CPUs: at load 12-20 two threads ran 3-6k steps/s against 170-520k on
+# one; the whole command at load 3.4-10 was 2-5x the naive loop instead of 20-25x.  So two
+# threads only when the 1-minute load leaves a CPU idle on average (the load of §13's idle runs,
+# the benchmark's own runs included, was 0.9-1.3 on 2 CPUs).
+_IDLE_CPU_MARGIN = 0.5
+
+
 def _threads(st: _Setup, threads):
     """Threads of the C step loop: 1 or 2 as asked; None = 2 when a second CPU is free for this
     call (background.parallel_allowed: not in simulate_many's threads or a sweep's workers, not
-    SCALING_ODES_SERIAL=1) and N >= _TWO_THREAD_MIN_N."""
+    SCALING_ODES_SERIAL=1; and the 1-minute load average at most CPUs - 0.5) and
+    N >= _TWO_THREAD_MIN_N."""
     if threads is not None:
         return threads
-    from solvers.hierarchy.background import parallel_allowed
-    return 2 if st.N >= _TWO_THREAD_MIN_N[st.generator] and parallel_allowed() else 1
+    from solvers.hierarchy.background import available_cpus, parallel_allowed
+    if st.N < _TWO_THREAD_MIN_N[st.generator] or not parallel_allowed():
+        return 1
+    return 2 if _load_average() <= available_cpus() - _IDLE_CPU_MARGIN else 1
 
 
 class _ThreadChoice:
@@ -555,7 +591,7 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
 
 def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
              eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0, progress=False,
-             J0=None, B0=None, untrainable="zero", generator="xoshiro",
+             J0=None, B0=None, untrainable="zero", generator=DEFAULT_GENERATOR,
              threads=None) -> SimulationResult:
     """Online SGD of the soft committee machine at finite N, in compiled kernels (C for the
     xoshiro generators with K < 32 when a C compiler is available, numba otherwise).
@@ -574,14 +610,16 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     eps_holdout: if > 0, also estimate eps_g on that many fresh samples at each record point.
     progress: tqdm bar over steps.  J0 (K, N), B0 (M, N): optional initial weights in the
     original basis, replacing the random draws.
-    generator: source of the training inputs, "xoshiro" (default: xoshiro256++ lanes and a
-    ziggurat, solvers/sim/normals.py, about 1.7x cheaper per normal than NumPy's), "float32"
-    (the same lanes, two float32 inverse-CDF normals per word: ~1.5x the default's step rate
-    at N = 1024; float32 resolution, |z| < 5.42) or "numpy" (NumPy's PCG64 stream, the
-    reference).  The weights, the rotation and the held-out samples do not depend on it.
+    generator: source of the training inputs (module doc), "float32" (default: xoshiro256++
+    lanes, two float32 inverse-CDF normals per word, |z| < 5.42; the fastest, ~1.5x the
+    ziggurat's step rate at N = 1024), "xoshiro" (the same lanes, a float64 ziggurat; the
+    default before) or "numpy" (NumPy's PCG64 stream, the reference).  A seed reproduces a
+    run together with its generator.  The weights, the rotation and the held-out samples do
+    not depend on it.
     threads: 1 or 2 threads for one run's steps (the C kernel only; the same bits either way);
-    None (default) takes 2 when a second CPU is free for this call and N >= 512 (float32) or
-    1024 (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
+    None (default) takes 2 when a second CPU is free for this call (not in a worker thread or
+    process, and the 1-minute load average at most CPUs - 0.5) and N >= 512 (float32) or 1024
+    (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
@@ -651,7 +689,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
 def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
                    eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0,
                    progress=False, J0=None, B0=None, untrainable="zero",
-                   generator="xoshiro") -> SimulationResult:
+                   generator=DEFAULT_GENERATOR) -> SimulationResult:
     """Reference implementation of ``simulate``: one NumPy iteration per sample, literal formulas.
 
     Same arguments, same random streams, hence the same trajectory up to rounding.  It works in

@@ -9,8 +9,8 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
     n_trainable = 100        # only the first N_l eigen-directions are trainable (default: all N)
     untrainable = "zero"     # or "frozen": initial value of the untrainable components
     eps_holdout = 0          # > 0: also estimate eps_g on that many fresh samples per alpha
-    generator = "xoshiro"    # training inputs: "xoshiro" (fast, default) or "numpy" (PCG64,
-                             # the reference stream)
+    generator = "float32"    # training inputs: "float32" (fastest, default), "xoshiro" (float64
+                             # ziggurat, the default before) or "numpy" (PCG64, the reference)
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
 dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random":

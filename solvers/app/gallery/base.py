@@ -25,10 +25,20 @@ class Figure:
     files: tuple = field(default_factory=tuple)
 
 
-def check(name: str, value, target=None, ok=None, note: str = "") -> dict:
-    """One quantitative comparison; ``ok`` None means "reported, no pass/fail criterion"."""
+def check(name: str, value, target=None, ok=None, note: str = "", *, tol: str | None = None,
+          ref: str | None = None) -> dict:
+    """One quantitative comparison; ``ok`` None means "reported, no pass/fail criterion".
+
+    A verdict (``ok`` not None) must say what it was judged by: ``tol``, the pass criterion with
+    its tolerance ("|Δ| < 0.05", "exact ordering"), and ``ref``, where the reference value comes
+    from and why the tolerance is that wide ("closed form Eq. (74)", "simulation: 3/√N finite-size
+    criterion", "second route").  A verdict without them is refused, so no ✅ on the gallery page
+    can stand without its tolerance and its source.
+    """
+    if ok is not None and not (tol and ref):
+        raise ValueError(f"check {name!r}: a pass/fail verdict needs tol= and ref=")
     return {"name": name, "value": value, "target": target,
-            "ok": None if ok is None else bool(ok), "note": note}
+            "ok": None if ok is None else bool(ok), "note": note, "tol": tol, "ref": ref}
 
 
 def slope(x, y, lo=None, hi=None) -> float:

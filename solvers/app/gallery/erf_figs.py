@@ -75,26 +75,55 @@ def fig1_plot(d, p, out, small):
         return [save(fig, out / "fig01.png", small=small)]
 
 
+# The two windows of the late-slope measurement (Fig. 1, largest L)
+_W_EARLY, _W_LATE = (300.0, 1000.0), (1.0 / 3.0, 1.0)      # the late one in units of α_max
+
+
+def _slope_growth(s_early, s_late, w_early, w_late):
+    """d ln(slope) / d ln α between two windows (centres: geometric means of their ends).
+
+    A power law ε ∝ α^−p has the constant local slope p: growth 0.  An exponential ε ∝ e^−cα has
+    the local slope cα: growth 1.  Between them the measure says which the curve is closer to.
+    """
+    c_early, c_late = np.sqrt(np.prod(w_early)), np.sqrt(np.prod(w_late))
+    return float(np.log(s_late / s_early) / np.log(c_late / c_early))
+
+
 def fig1_checks(d, p):
     pl = [d["plateau"][str(L)] for L in p["Ls"]]
-    out = [check("plateau length (flat-slope measure) per L", dict(zip(map(str, p["Ls"]), pl))),
-           check("plateau shrinks with L (paper: until it disappears)",
-                 all(a >= b for a, b in zip(pl, pl[1:])) and pl[-1] < pl[0], True,
-                 all(a >= b for a, b in zip(pl, pl[1:])) and pl[-1] < pl[0])]
+    shrinks = all(a >= b for a, b in zip(pl, pl[1:])) and pl[-1] < pl[0]
+    out = [check("plateau length (flat-slope measure) per L", dict(zip(map(str, p["Ls"]), pl)),
+                 note="α-measure of the stretch with −d ln ε/d ln α < 0.1 after α = 50 (solvers.app.demo."
+                      "plateau_length); a shoulder that never gets that flat counts 0"),
+           check("plateau shrinks with L (paper: until it disappears)", shrinks, True, shrinks,
+                 tol="exact ordering: non-increasing in L, shortest < longest",
+                 ref="the caption's statement; lengths measured on the ODE curves of this figure")]
     Lmax = p["Ls"][-1]
     e = np.asarray(d["theory"][str(Lmax)])
     a = np.asarray(d["alpha"])
+    late = (a[-1] * _W_LATE[0], a[-1] * _W_LATE[1])
+    s_late, s_early = -slope(a, e, *late), -slope(a, e, *_W_EARLY)
     out.append(check(f"L = {Lmax}: late local slope −d ln ε/d ln α on α ∈ [α_max/3, α_max]",
-                     -slope(a, e, a[-1] / 3, a[-1]), "β/(1+β) = 0.5 (power-law phase)", None,
-                     "an early-asymptotic-phase slope, not a fitted asymptote"))
+                     s_late, "β/(1+β) = 0.5 (power-law phase)", None,
+                     "reported: the caption claims a power law in the early asymptotic phase, not this "
+                     "exponent; β/(1+β) is the linear network's L → ∞ value, shown for reference"))
     out.append(check(f"L = {Lmax}: local slope on α ∈ [300, 1000] (nearer the centre of the erf power-law window)",
-                     -slope(a, e, 300, 1000), "β/(1+β) = 0.5", None,
-                     "measured only: the caption claims a power law, not its exponent; the linear-network value is shown as reference"))
+                     s_early, "β/(1+β) = 0.5", None,
+                     "reported, as the row above"))
+    growth = _slope_growth(s_early, s_late, _W_EARLY, late)
+    out.append(check(f"L = {Lmax}: power law, not exponential: growth d ln(slope)/d ln α between the two windows",
+                     growth, "0 (power law); 1 (exponential)", growth < 0.5,
+                     tol="< 0.5, the midpoint between the two forms",
+                     ref="closed forms: ε ∝ α^−p has a constant local slope (growth 0), ε ∝ e^−cα the slope "
+                         "cα (growth 1); the caption's 'exponential to power law' claim"))
     if d["sim"]:
         bound = finite_size_bound(p["N"])
         devs = {L: sim_dev(s["eps"], s["ode"]) for L, s in d["sim"].items()}
         out.append(check("rms rel. deviation SGD (seed 0) vs ODE from the run's own initial overlaps, per L",
-                         devs, f"< 3/√N = {bound:.3g}", all(v < bound for v in devs.values())))
+                         devs, f"< 3/√N = {bound:.3g}", all(v < bound for v in devs.values()),
+                         tol=f"< 3/√N = {bound:.3g}",
+                         ref="ODE of the run's own initial overlaps; 3/√N is the finite-size criterion of "
+                             "tests/test_sim_vs_ode.py (SGD noise falls like N^−1/2)"))
     return out
 
 
@@ -172,14 +201,24 @@ def _plateau_checks(d, p):
     Q_ode = float(np.mean(np.asarray(d["Q1"])[i]))
     dev_ode = float(np.max(np.abs(R_ode / R_ex - 1)))
     dev_row = float(np.max(np.abs(R_row / R_ex - 1)))
-    return [check("plateau fixed point (all students equal): Newton residual", d["residual"], "< 1e-20", d["residual"] < 1e-20),
-              check(f"α at closest approach to the plateau", float(d["alpha"][i])),
+    return [check("plateau fixed point (all students equal): Newton residual", d["residual"], "< 1e-20", d["residual"] < 1e-20,
+                  tol="< 1e-20", ref="the stationarity equations themselves, solved by Newton at 30 digits: "
+                                     "the residual of a converged root is ~10^−30"),
+              check(f"α at closest approach to the plateau", float(d["alpha"][i]), note="reported: where the check rows below are taken"),
               check("M distinct plateau heights of R^(1)_in (exact fixed point, spread/mean)",
-                    float(np.ptp(R_ex) / np.mean(R_ex))),
-              check("ODE R^(1) at the plateau vs exact fixed point, max rel.", dev_ode, "< 1e-3", dev_ode < 1e-3),
-              check("per-row formula (corrected Eq. 98) vs exact fixed point, max rel.", dev_row, "< 0.01", dev_row < 0.01),
+                    float(np.ptp(R_ex) / np.mean(R_ex)), note="reported: the caption's M distinct heights"),
+              check("ODE R^(1) at the plateau vs exact fixed point, max rel.", dev_ode, "< 1e-3", dev_ode < 1e-3,
+                    tol="< 1e-3", ref=_REF_FP),
+              check("per-row formula (corrected Eq. 98) vs exact fixed point, max rel.", dev_row, "< 0.01", dev_row < 0.01,
+                    tol="< 0.01", ref=_REF_ROW),
               check("ODE Q^(1) at the plateau vs corrected Eq. (98)", Q_ode / d["Qrow_l"]["1"] - 1, "|·| < 0.01",
-                    abs(Q_ode / d["Qrow_l"]["1"] - 1) < 0.01)]
+                    abs(Q_ode / d["Qrow_l"]["1"] - 1) < 0.01, tol="|·| < 0.01", ref=_REF_ROW)]
+
+
+_REF_FP = ("exact fixed point of the O(η) equations (Newton, 30 digits); the ODE passes the plateau at a "
+           "finite distance, measured ~1e-5: 1e-3 leaves room for the grid's closest point")
+_REF_ROW = ("exact fixed point (Newton); the per-row formula neglects the off-diagonal teacher structure "
+            "beyond the row sums: an O(1 %) approximation (measured 0.3 % at the paper's size)")
 
 
 _P4 = {"M": 4, "L": 10, "N": 7000, "beta": 0.25, "eta": 0.1, "sigma_J": 0.01, "seed": 1,
@@ -220,7 +259,8 @@ def fig18_checks(d, p):
     for l in sorted(int(k) for k in d["Rl"]):
         ode = np.asarray(d["Rl"][str(l)])[i].reshape(M, M).mean(axis=0)
         dev = float(np.max(np.abs(ode / np.asarray(d["Rex_l"][str(l)]) - 1)))
-        out.append(check(f"level {l}: ODE R^(l) vs exact plateau, max rel.", dev, "< 1e-3", dev < 1e-3))
+        out.append(check(f"level {l}: ODE R^(l) vs exact plateau, max rel.", dev, "< 1e-3", dev < 1e-3,
+                         tol="< 1e-3", ref=_REF_FP))
     return out
 
 
@@ -281,11 +321,14 @@ def fig17_checks(d, p):
         r = d[str(L)]
         i = _plateau_index(r["eps"])
         dev = r["eps"][i] / r["e_exact"] - 1
-        out.append(check(f"L = {L}: ε_g of the ODE at the plateau vs exact fixed point", dev, "|·| < 1e-3", abs(dev) < 1e-3))
+        out.append(check(f"L = {L}: ε_g of the ODE at the plateau vs exact fixed point", dev, "|·| < 1e-3", abs(dev) < 1e-3,
+                         tol="|·| < 1e-3", ref=_REF_FP))
         out.append(check(f"L = {L}: corrected-Eq.(98) height vs exact fixed point", r["e_row"] / r["e_exact"] - 1, "|·| < 0.02",
-                         abs(r["e_row"] / r["e_exact"] - 1) < 0.02))
+                         abs(r["e_row"] / r["e_exact"] - 1) < 0.02, tol="|·| < 0.02",
+                         ref="exact fixed point (Newton); ε_g of the per-row formula inherits its O(1 %) "
+                             "approximation of R, Q (measured ≤ 2e-4 at the paper's size)"))
         out.append(check(f"L = {L}: corrected Eq. (99) (symmetrised teacher) vs the ODE plateau", r["eq99"] / r["eps"][i] - 1,
-                         None, None, "the random teacher is only symmetric on average: an O(1/√N)-type offset"))
+                         None, None, "reported: the random teacher is only symmetric on average, an O(1/√N)-type offset"))
     return out
 
 
@@ -357,11 +400,14 @@ def fig19_checks(d, p):
             out.append(check(f"L = {L}: plateau length", None, None, None, r.get("plateau_length_note", "not available")))
             continue
         dev = r["plateau_length"] / r["plateau_length_ode"] - 1
-        out.append(check(f"L = {L}: Eq. (117) length / ODE length − 1 (τ_esc = {r['tau_esc']:.4g})", dev, "|·| < 0.1", abs(dev) < 0.1))
+        out.append(check(f"L = {L}: Eq. (117) length / ODE length − 1 (τ_esc = {r['tau_esc']:.4g})", dev, "|·| < 0.1", abs(dev) < 0.1,
+                         tol="|·| < 0.1",
+                         ref="the escape of the O(η) ODE itself; 10 %: Eq. (117) is a linearisation about the "
+                             "symmetric plateau, which a random teacher only approximates"))
         if "rate_measured" in r:
             ratio = r["rate_measured"] * r["tau_esc"]
             out.append(check(f"L = {L}: growth rate of ρ on the ODE over [α0, α0 + 2τ_esc] × τ_esc", ratio, 1.0, None,
-                             "Eq. (117) takes the symmetric plateau's rate; a random teacher's plateau escapes at its own"))
+                             "reported: Eq. (117) takes the symmetric plateau's rate; a random teacher's plateau escapes at its own"))
     return out
 
 
@@ -441,20 +487,29 @@ def _asym_checks(d, p):
         r = d[str(L)]
         dev = _asym_dev(r)
         out.append(check(f"L = {L}: Eq. (122) from α0 vs ODE, max rel. (ε_g ≥ 1e-10)", dev, "< 0.05", dev < 0.05,
-                         "first order: misses ½ xᵀHx of the in-span directions, O(ε_g) itself (see the next rows)"))
+                         "first order: misses ½ xᵀHx of the in-span directions, O(ε_g) itself (see the next rows)",
+                         tol="< 0.05", ref="the O(η) ODE from the same state (float64 RK7(8), rtol 1e-10); 5 %: "
+                                           "the linearisation's own neglected terms"))
         e = np.asarray(r["eps"])
         off = float(np.asarray(r["eq121"])[-1] / e[-1] - 1)
         out.append(check(f"L = {L}: Eq. (121) on the ODE state at α_end, rel. offset", off, None, None,
-                         "a constant relative offset, not a transient: first order is not asymptotically exact"))
+                         "reported: a constant relative offset, not a transient: first order is not asymptotically exact"))
         dev2 = _asym_dev(r, "second")
         out.append(check(f"L = {L}: second-order expansion from α0 vs ODE, max rel. (ε_g ≥ 1e-10)", dev2, "< 0.01",
-                         dev2 < 0.01, "error cubic in the deviation from perfect learning"))
+                         dev2 < 0.01, "error cubic in the deviation from perfect learning",
+                         tol="< 0.01", ref="the O(η) ODE from the same state; 1 %: the cubic remainder at α0, "
+                                           "where the deviation from perfect learning is ~10 %"))
         lam_min = float(min(power_law(L, p["beta"]).eigenvalues))
         a = 2 * np.sqrt(3) / (3 * np.pi * 2) * p["eta"]          # a = 2√3/(3πM), times η (DESIGN errata)
         slow = a * (2 - np.sqrt(3)) * lam_min
         out.append(check(f"L = {L}: slowest decay rate of the Jacobian with ε_g weight / a(2−√3)λ_L",
                          r["rates"][0] / slow, 1.0, abs(r["rates"][0] / slow - 1) < 0.02,
-                         "asymptotic group (2−√3)λ_k governs the late decay"))
+                         "asymptotic group (2−√3)λ_k governs the late decay",
+                         tol="|ratio − 1| < 0.02",
+                         ref="closed form a(2−√3)λ_L (linearisation at perfect learning, App. C.5) vs the "
+                             "eigenvalues of the Jacobian of the generated right-hand side: exact for the O(η) "
+                             "system (measured to 1e-14); 2 % only has to tell the (2−√3) group from its "
+                             "neighbours (λ_{L−1}/λ_L and (2+√3)/(2−√3) are far from 1)"))
     return out
 
 

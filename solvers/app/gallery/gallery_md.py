@@ -23,6 +23,11 @@ the full-size run has been made. Run time = the measured compute time of the fig
 Simulation overlays are judged against the simulator tests' finite-size criterion: rms relative
 deviation of one run from its ODE < 3/√N (`tests/test_sim_vs_ode.py`).
 
+Every check row states its tolerance and its reference (what the measured value is compared with:
+a closed form, a second route or basis, a simulation, the paper's own statement) with the reason
+for the tolerance; "reported" rows are measurements without a pass/fail criterion, and their note
+says why none is set.
+
 After the paper's figures come the companion theories' figures, made the same way: B1-B3 for the
 Bayes-optimal baseline (`scaling-odes bayes`) and K1 for kernel learning curves
 (`scaling-odes kernel`).
@@ -41,15 +46,17 @@ def _status(rec_full, rec_small):
 def _checks_table(checks):
     if not checks:
         return ""
-    rows = ["| check | measured | paper / target | |", "|---|---|---|---|"]
+    rows = ["| check | measured | paper / target | tolerance | reference (source of the target and the tolerance) | verdict |",
+            "|---|---|---|---|---|---|"]
     def cell(text):               # a "|" in a name (|Δ|, "a | b") would split the table cell
         return str(text).replace("|", "\\|")
 
     for c in checks:
-        mark = {True: "✅", False: "❌", None: ""}[c["ok"]]
+        mark = {True: "✅", False: "❌", None: "reported"}[c["ok"]]
         note = f" — {c['note']}" if c.get("note") else ""
         tgt = "" if c["target"] is None else fmt(c["target"], 4)
-        rows.append(f"| {cell(c['name'] + note)} | {cell(fmt(c['value'], 4))} | {cell(tgt)} | {mark} |")
+        rows.append(f"| {cell(c['name'] + note)} | {cell(fmt(c['value'], 4))} | {cell(tgt)} "
+                    f"| {cell(c.get('tol') or '')} | {cell(c.get('ref') or '')} | {mark} |")
     return "\n".join(rows) + "\n"
 
 
