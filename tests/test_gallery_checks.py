@@ -49,8 +49,6 @@ def test_the_page_is_the_rendering_of_the_records():
     records = json.loads(RECORDS.read_text())
     page = (ROOT / "docs" / "gallery.md").read_text()
     assert page == render(records)
-    assert "../shared" not in page and "/work/shared" not in page
-    assert all(f"issue {k}" not in page for k in range(1, 40))
     for n in all_figures():
         section = page.split(f"## Figure {n}\n")[1].split("\n## Figure")[0]
         # a table row ends in its verdict: never blank
