@@ -12,8 +12,8 @@ goes:
   ``solve: run 1/2 at 190 digits: alpha 1200/5000 (24 %)``.
 
 Positions and totals are integers (α = 1173.2 shows as 1173).  Short phases stay silent: nothing
-is shown before ``delay`` seconds (default 0.5) — the plain form then reports where the phase
-stands.  ``SCALING_ODES_PROGRESS`` = "tty" | "plain" | "notebook" | "off" overrides the choice.
+is shown before ``delay`` seconds (DEFAULT_DELAY, 0.5) — the plain form then reports where the
+phase stands.  ``SCALING_ODES_PROGRESS`` = "tty" | "plain" | "notebook" | "off" overrides the choice.
 
 Callers that run integrations take ``progress=`` as None, a Progress, or a plain callable
 ``tick(t)`` (the older form, still accepted everywhere): :func:`phase` turns any of them into a
@@ -39,6 +39,7 @@ import sys
 import time
 
 MODES = ("tty", "plain", "notebook", "off")
+DEFAULT_DELAY = 0.5     # seconds before a phase shows anything (short runs stay silent)
 ENV = "SCALING_ODES_PROGRESS"
 
 
@@ -153,19 +154,19 @@ class Progress:
     desc: the title ("solve"); unit: tqdm's unit ("α", "step", "seed"); unit_name: the word in
     plain lines (default "alpha" for "α", else the unit); stream: default sys.stderr;
     mode: one of MODES or None (automatic); enabled: False shows nothing (same as mode "off");
-    delay: seconds before anything is shown.
+    delay: seconds before anything is shown (default DEFAULT_DELAY).
     """
 
     def __init__(self, desc: str, *, unit: str = "α", unit_name: str | None = None,
                  stream=None, mode: str | None = None, enabled: bool = True,
-                 delay: float = 0.5):
+                 delay: float | None = None):
         self.desc, self.unit = desc, unit
         self.unit_name = unit_name or ("alpha" if unit == "α" else unit)
         self.stream = sys.stderr if stream is None else stream
         if mode is not None and mode not in MODES:
             raise ValueError(f"progress mode must be one of {MODES}, got {mode!r}")
         self.mode = "off" if not enabled else (mode or choose_mode(self.stream))
-        self.delay = float(delay)
+        self.delay = float(DEFAULT_DELAY if delay is None else delay)
 
     def phase(self, label: str, total) -> Phase:
         return Phase(self, label, total)
