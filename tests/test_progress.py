@@ -82,7 +82,7 @@ def test_every_run_of_the_policy_is_a_labelled_phase(monkeypatch, tmp_path):
 
 def test_the_cli_writes_plain_progress_to_a_log(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv(pg.ENV, "plain")
-    monkeypatch.setattr(pg, "DEFAULT_DELAY", 0.0)
+    monkeypatch.setattr(pg, "PLAIN_DELAY", 0.0)
     text = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis='"modes"',
                     dps='"auto"', digits=6)
     code, out, err = run_cli(["solve", write_spec(tmp_path, text), "-o", tmp_path / "o.json"],
@@ -108,7 +108,7 @@ def test_demo_progress_is_per_curve(tmp_path):
 def test_several_seeds_are_labelled_seeds(monkeypatch, capsys):
     from solvers.sim.simulate import simulate_many
     monkeypatch.setenv(pg.ENV, "plain")
-    monkeypatch.setattr(pg, "DEFAULT_DELAY", 0.0)
+    monkeypatch.setattr(pg, "PLAIN_DELAY", 0.0)
     simulate_many([0, 1], n_jobs=1, activation="erf", K=1, M=1, N=64, L=4, beta=1.0, eta=0.1, sigma_J=0.01,
                   alphas=[0, 1, 2], progress=True)
     rows, matches = _lines(capsys.readouterr().err)

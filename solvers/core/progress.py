@@ -12,8 +12,9 @@ goes:
   ``solve: run 1/2 at 190 digits: alpha 1200/5000 (24 %)``.
 
 Positions and totals are integers (α = 1173.2 shows as 1173).  Short phases stay silent: nothing
-is shown before ``delay`` seconds (DEFAULT_DELAY, 0.5) — the plain form then reports where the
-phase stands.  ``SCALING_ODES_PROGRESS`` = "tty" | "plain" | "notebook" | "off" overrides the choice.
+is shown before ``delay`` seconds (a bar: DEFAULT_DELAY = 0.5; plain lines: PLAIN_DELAY = 10, so
+that a short run that fails leaves only its one-line error in a log) — the plain form then
+reports where the phase stands.  ``SCALING_ODES_PROGRESS`` = "tty" | "plain" | "notebook" | "off" overrides the choice.
 
 Callers that run integrations take ``progress=`` as None, a Progress, or a plain callable
 ``tick(t)`` (the older form, still accepted everywhere): :func:`phase` turns any of them into a
@@ -39,7 +40,10 @@ import sys
 import time
 
 MODES = ("tty", "plain", "notebook", "off")
-DEFAULT_DELAY = 0.5     # seconds before a phase shows anything (short runs stay silent)
+DEFAULT_DELAY = 0.5     # seconds before a bar shows (short runs stay silent)
+# a log gets lines only from phases longer than this: a short run that fails then leaves its
+# one-line error alone on stderr (the command line's contract for failures)
+PLAIN_DELAY = 10.0
 ENV = "SCALING_ODES_PROGRESS"
 
 
@@ -154,7 +158,8 @@ class Progress:
     desc: the title ("solve"); unit: tqdm's unit ("α", "step", "seed"); unit_name: the word in
     plain lines (default "alpha" for "α", else the unit); stream: default sys.stderr;
     mode: one of MODES or None (automatic); enabled: False shows nothing (same as mode "off");
-    delay: seconds before anything is shown (default DEFAULT_DELAY).
+    delay: seconds before anything is shown (default DEFAULT_DELAY; PLAIN_DELAY for plain
+    lines).
     """
 
     def __init__(self, desc: str, *, unit: str = "α", unit_name: str | None = None,
@@ -166,7 +171,9 @@ class Progress:
         if mode is not None and mode not in MODES:
             raise ValueError(f"progress mode must be one of {MODES}, got {mode!r}")
         self.mode = "off" if not enabled else (mode or choose_mode(self.stream))
-        self.delay = float(DEFAULT_DELAY if delay is None else delay)
+        if delay is None:
+            delay = PLAIN_DELAY if self.mode == "plain" else DEFAULT_DELAY
+        self.delay = float(delay)
 
     def phase(self, label: str, total) -> Phase:
         return Phase(self, label, total)
