@@ -5,6 +5,8 @@ import pytest
 
 from cli_support import LINEAR_L16, erf_spec, run_cli, write_spec
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 SPEC = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis='"modes"', dps='"auto"',
                 digits=6)
 

@@ -11,6 +11,8 @@ from solvers.hierarchy.modes_fast import solve_modes_fast
 from solvers.hierarchy.odes import integrate_problem
 from solvers.theory.linear import modes_solution
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+
 
 def _linear_problem(L=8, eta=Fraction(1, 2), sigma_J=Fraction(1, 10)):
     sp = spectra.power_law(L, 1)

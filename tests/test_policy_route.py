@@ -8,6 +8,8 @@ import pytest
 from cli_support import erf_K2, write_spec
 from solvers.hierarchy import precision
 
+pytestmark = [pytest.mark.second_basis, pytest.mark.contract]  # oracle (tests/conftest.py)
+
 SPEC = erf_K2(8, 256) + """
 [training]
 eta = 0.5

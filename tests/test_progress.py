@@ -8,6 +8,8 @@ import pytest
 from cli_support import erf_spec, run_cli, write_spec
 from solvers.core import progress as pg
 
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
 LINE = re.compile(r"^(?P<title>.+): (?P<unit>\w+) (?P<n>\d+)/(?P<total>\d+) \((?P<pct>\d+) %\)")
 
 
@@ -37,7 +39,7 @@ def test_a_stopped_phase_says_so_and_short_phases_stay_silent():
     p = pg.Progress("solve", stream=out, mode="plain", delay=0)
     with pytest.raises(RuntimeError):
         with p.phase("run 2/2 (check)", 100) as tick:
-            tick(55.5)
+            tick(55.5)                            # a line at 50 %: the phase was shown
             raise RuntimeError("boom")
     assert "alpha 55/100 (55 %) stopped" in out.getvalue()
     quiet = io.StringIO()

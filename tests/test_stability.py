@@ -14,6 +14,8 @@ from solvers.core.problem import Problem, expected_init, random_init
 from solvers.core.registry import load
 from solvers.hierarchy import stability
 
+pytestmark = [pytest.mark.second_basis, pytest.mark.contract]  # oracle (tests/conftest.py)
+
 
 def _full_jacobian_bound(problem):
     """η_c from the full L·N_STATE Jacobian of the generated modes system at the problem's own

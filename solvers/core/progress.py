@@ -140,8 +140,10 @@ class Phase:
             self._bar.close()
         elif self.owner.mode == "plain":
             elapsed = time.perf_counter() - self.started
-            if self._shown or elapsed >= self.owner.delay:
-                self._line(f" done in {elapsed:.1f} s" if done and self.n >= self.total
+            finished = done and self.n >= self.total
+            # a phase that fails says so only when it has shown lines before (its error follows)
+            if self._shown or (finished and elapsed >= self.owner.delay):
+                self._line(f" done in {elapsed:.1f} s" if finished
                            else f" stopped after {elapsed:.1f} s")
 
     def __enter__(self):
