@@ -3,12 +3,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test verify regenerate bench clean figures
+.PHONY: demo test verify regenerate bench clean figures docs
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,docs]'
 	$(PY) -m ipykernel install --user --name scaling-odes >/dev/null 2>&1 || true
 	touch $(STAMP)
 
@@ -29,8 +29,12 @@ bench: $(STAMP)
 	$(PY) bench/run_all.py
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache
+	rm -rf $(VENV) demo-output .pytest_cache site
 
 # The paper's figures at full size (hours on 2 cores; cached pieces, resumable): make figures [FIG=6]
 figures: $(STAMP)
 	nice -n 19 $(VENV)/bin/scaling-odes figures $(if $(FIG),--fig $(FIG),)
+
+# The documentation site into site/ (MkDocs; warnings are errors; offline)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

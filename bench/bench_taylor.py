@@ -1,4 +1,4 @@
-"""Taylor integrator (issue 13) against heyoka's Taylor integrator and the project's RK7(8).
+"""Taylor integrator against heyoka's Taylor integrator and the project's RK7(8).
 
 Same run, same system: erf K = M = 2, order 1, β = 1, η = 0.1, σ_J = 0.01 (N = 1024, seed 0),
 level basis, α ∈ [0, 300] (9 points: 0 and 8 log-spaced from 1), dps = estimated_dps(L, digits),
@@ -10,7 +10,7 @@ Methods per cell:
   * heyoka ``taylor_adaptive`` (fp_type=real, compact mode) on the same generated system, built
     as in bench_levels.py; its time = compile + integrate (building the expressions not counted);
   * RK7(8) (``integrator="rk78"``), at 12 digits only by default: beyond, its steps grow like
-    tol^(-1/8) (issue 13: L = 16, 30 digits did not finish in 400 s); ``--rk-digits`` adds more.
+    tol^(-1/8) (measured: L = 16, 30 digits did not finish in 400 s); ``--rk-digits`` adds more.
 The two integrators of each cell run back to back, in alternating order from cell to cell, and
 every timing carries the 1-min load average before it and the process CPU time (the machine is
 shared; CPU time is the steadier number).  ε_g agreement = smallest number of agreeing

@@ -1,6 +1,6 @@
 """Bayes-optimal learning of an extensive-width teacher: the exact symbolic layer.
 
-Model and conventions: ``/work/shared/papers/bayes-optimal-notes.md`` (Nguyen & Barbier 2026,
+Model and conventions: ``docs/theory/bayes-optimal.md`` (Nguyen & Barbier 2026,
 reconstructed).  Teacher f*(x) = Σ_i v_i σ(w_i·x/√d), Σ v_i² = 1, n = α d² samples, noise Δ.
 
 Hermite convention: μ_ℓ = E[σ(z) He_ℓ(z)], σ = Σ μ_ℓ/ℓ! He_ℓ, and by Mehler

@@ -1,4 +1,4 @@
-"""The order-parameter hierarchy of online SGD (DESIGN.md §1), for general K, M.
+"""The order-parameter hierarchy of online SGD (docs/theory/conventions.md), for general K, M.
 
 Level l of the hierarchy couples the level-1 order parameters (R1, Q1, T1; they fix the
 covariances of the pre-activations) to the level-(l+1) ones (they enter through the

@@ -1,6 +1,6 @@
 """Kernel / Gaussian-process learning curves, symbolically (exact; no float literals).
 
-Conventions (``../shared/papers/kernel-curves-notes.md``): kernel K = Σ_k λ_k ψ_k ψ_k, P samples,
+Conventions (``docs/theory/kernel-curves.md``): kernel K = Σ_k λ_k ψ_k ψ_k, P samples,
 ridge T (the GP's observation-noise temperature), target y = Σ_k c_k ψ_k plus label noise σ².
 
 - κ equation, two forms: fixed point κ = T + κ Σ λ_k/(λ_k P + κ) and learnability form

@@ -10,6 +10,7 @@ symbols otherwise.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -17,11 +18,22 @@ from functools import cached_property
 import sympy as sp
 
 
-def _exact(x) -> sp.Expr:
+def _exact(x, name: str = "value") -> sp.Expr:
+    """An exact SymPy number from an int, Fraction, decimal string or float.
+
+    A float is read through its shortest decimal repr, as the spec files read a TOML float
+    (``0.3`` -> 3/10, not the binary double 5404319552844595/18014398509481984): the number a
+    user typed, kept exact.  NaN and infinities are refused.
+    """
+    if isinstance(x, bool):
+        raise TypeError(f"{name} must be a number, got {x!r}")
     if isinstance(x, Fraction):
         return sp.Rational(x.numerator, x.denominator)
-    if isinstance(x, float):
-        raise TypeError("floats are not allowed in the symbolic layer; pass a Fraction or a string")
+    if isinstance(x, float):      # also numpy.float64, a float subclass
+        if not math.isfinite(x):
+            raise ValueError(f"{name} must be finite, got {x!r}")
+        f = Fraction(repr(float(x)))
+        return sp.Rational(f.numerator, f.denominator)
     return sp.sympify(x, rational=True)
 
 
@@ -76,10 +88,22 @@ class Spectrum:
 
 
 def power_law(L: int, beta) -> Spectrum:
-    """λ_l = λ_+ / l^(1+β), l = 1..L, with λ_+ fixed by mean_l λ_l = 1 (Tr Σ = N)."""
-    if int(L) != L or L < 1:
+    """λ_l = λ_+ / l^(1+β), l = 1..L, with λ_+ fixed by mean_l λ_l = 1 (Tr Σ = N).
+
+    ``beta`` may be an int, a Fraction, a decimal string or a float; a float is taken as its
+    shortest decimal repr (0.5 -> 1/2, 0.3 -> 3/10), exactly as a spec file reads it.
+
+    Examples
+    --------
+    >>> from derive import spectra
+    >>> s = spectra.power_law(4, 0.5)
+    >>> s.L, s.eigenvalues[0] / s.eigenvalues[1]
+    (4, 2*sqrt(2))
+    """
+    if isinstance(L, bool) or int(L) != L or L < 1:
         raise ValueError(f"L must be a positive integer, got {L!r}")
-    beta = _exact(beta)
+    L = int(L)
+    beta = _exact(beta, "beta")
     if not beta > -1:
         raise ValueError(f"beta must be > -1, got {beta}")
     raw = [sp.Integer(l) ** (-(1 + beta)) for l in range(1, L + 1)]
@@ -89,8 +113,12 @@ def power_law(L: int, beta) -> Spectrum:
 
 
 def explicit(eigenvalues, weights=None) -> Spectrum:
-    """A user's eigenvalue list (e.g. measured from data), sorted descending; equal weights 1/L."""
-    eig = [_exact(v) for v in eigenvalues]
+    """A user's eigenvalue list (e.g. measured from data), sorted descending; equal weights 1/L.
+
+    Entries may be ints, Fractions, decimal strings or floats (a float is read through its
+    shortest decimal repr, like ``beta`` in :func:`power_law`).
+    """
+    eig = [_exact(v, "eigenvalue") for v in eigenvalues]
     if any(not (v > 0) for v in eig):
         raise ValueError("eigenvalues must be positive")
     if len(set(eig)) != len(eig):
@@ -99,7 +127,7 @@ def explicit(eigenvalues, weights=None) -> Spectrum:
     if weights is None:
         w = [sp.Rational(1, L)] * L
     else:
-        w = [_exact(v) for v in weights]
+        w = [_exact(v, "weight") for v in weights]
     order = sorted(range(L), key=lambda k: eig[k], reverse=True)
     return Spectrum(tuple(eig[k] for k in order), tuple(w[k] for k in order))
 

@@ -64,7 +64,7 @@ def test_matrix_and_array_paths_integrate_alike():
                           matrix_rhs=False)
     assert a.stats["n_steps"] == b.stats["n_steps"]
     # rounding differs (summation order), and the level basis at L = 8 amplifies rounding by
-    # ~10^(2.6 L) ≈ 10^21 (DESIGN.md §6): 60 - 21 = 39 digits would be left; ask for 30
+    # ~10^(2.6 L) ≈ 10^21 (docs/guide/precision.md): 60 - 21 = 39 digits would be left; ask for 30
     assert agreement_digits(a.eps_g, b.eps_g) >= 30
 
 

@@ -55,7 +55,7 @@ def test_float64_levels_is_fine_at_small_L_and_flagged_from_L8():
 
 
 def _linear_closed_form(spectrum, eta, sigma_J, alphas, dps):
-    """((1+σ_J²)/2) [exp(ηα A4) T]_level 1 with A4 = 2A1 + ηU, by mpmath.expm (DESIGN.md §1)."""
+    """((1+σ_J²)/2) [exp(ηα A4) T]_level 1 with A4 = 2A1 + ηU, by mpmath.expm (docs/theory/linear.md)."""
     L = spectrum.L
     with mpmath.workdps(dps):
         q = lambda r: mpmath.mpf(int(r.p)) / int(r.q)  # noqa: E731
@@ -82,7 +82,7 @@ def test_linear_K1_M1_equals_closed_form_to_30_digits_at_L32():
     s = spectra.power_law(L, 1)
     prob = Problem(SystemKey("linear", 1, 1), s, eta, 2, expected_init(s, 1, 1, sj))
     alphas = [0, 1, 5]
-    # dps: 30 digits + the closure's ~2.6 L (DESIGN.md §6) + margin; rtol two digits below 1e-30
+    # dps: 30 digits + the closure's ~2.6 L (docs/guide/precision.md) + margin; rtol two digits below 1e-30
     # (no cancellation in eps_g here: it stays O(0.05..0.5) on this range).
     ode = integrate_problem(prob, alphas, basis="levels", arithmetic="flint", dps=130, rtol=1e-32)
     # the matrix exponential of the companion-type A4 needs ~2 L log10 L extra digits itself.

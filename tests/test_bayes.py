@@ -1,4 +1,4 @@
-"""Bayes-optimal baseline (issue 14): symbolic layer, scalar channel, fixed points, transitions.
+"""Bayes-optimal baseline: symbolic layer, scalar channel, fixed points, transitions.
 
 Reference values come from independent routes: literal oracle equations solved here with mpmath,
 closed forms, brute-force maximisation of the potential, quadrature; the numbers quoted in the

@@ -2,10 +2,10 @@
 
 Default tests (tiny): the HMC gradient against central finite differences, the closed Gibbs-error
 kernel against Monte Carlo over x, and concentration on the teacher for k = 1 with many samples.
-Default test added for issue 14: HMC against a quadrature posterior (d = 2, k = 1).
+Default test: HMC against a quadrature posterior (d = 2, k = 1).
 Full tests (`make verify`): k = 1 (a GLM) against its exact replica limit, which excludes the
 Gaussian-channel fixed point (the decisive check); and the d = 40, k = 20, β = 1 comparison with
-the fixed point, kept as an expected failure with its reason (README, sampling section).
+the fixed point, kept as an expected failure with its reason (docs/guide/bayes.md, sampling section).
 Error bars are standard errors over independent data sets; the finite-size allowance
 δ_d = E f*² − 1 = 9/d + 20/d² is the teacher's excess signal power under the Gaussian prior.
 """
@@ -95,13 +95,13 @@ def _points():
 
 
 @pytest.mark.full
-@pytest.mark.xfail(strict=False, reason="issue 14, open and explained: the fixed point is not the "
+@pytest.mark.xfail(strict=False, reason="open and explained: the fixed point is not the "
                    "Bayes-optimal posterior of units with O(1) readouts (features 1, 2 at beta = 1; "
-                   "see test_hmc_k1_follows_glm_formula_not_gaussian_channel and the README's sampling "
+                   "see test_hmc_k1_follows_glm_formula_not_gaussian_channel and docs/guide/bayes.md, sampling "
                    "section); at d = 40 the comparison also lacks power (SE of q_1 ~ 0.1 with 4-8 "
                    "data sets). Kept as the measurement, not loosened")
 def test_hmc_against_fixed_point_d40():
-    # teacher-started chains only (random starts stay stuck, README); error bars over data sets;
+    # teacher-started chains only (random starts stay stuck, docs/guide/bayes.md); error bars over data sets;
     # allowance 3 SE + δ_d (δ_d = E f*² − 1 = 9/d + 20/d² = 0.24 at d = 40); a comparison whose
     # SE exceeds 0.05 is reported as having no power rather than counted as agreement
     from solvers.theory.bayes import curve

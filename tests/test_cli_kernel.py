@@ -1,4 +1,4 @@
-"""``scaling-odes kernel`` / ``kernel-mc``: JSON contract and one-line errors (issue 15)."""
+"""``scaling-odes kernel`` / ``kernel-mc``: JSON contract and one-line errors."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Kernel / GP learning curves: the eigenlearning solver, EK, RG, exponents (issue 15)."""
+"""Kernel / GP learning curves: the eigenlearning solver, EK, RG, exponents."""
 import math
 
 import mpmath

@@ -1,4 +1,4 @@
-"""derive/kernel.py: the exact statements behind the kernel numerics (issue 15)."""
+"""derive/kernel.py: the exact statements behind the kernel numerics."""
 import ast
 import math
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Eigenlearning's finite-P correction on the Gaussian design, resolved (issue 15).
+"""Eigenlearning's finite-P correction on the Gaussian design, resolved.
 
 Eigenlearning is the P → ∞ limit.  With thousands of designs and the estimator averaged
 exactly over label noise and target signs (`kernel_mc_averaged`), M = 2000, a = b = 2, the

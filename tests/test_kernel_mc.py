@@ -1,4 +1,4 @@
-"""Kernel learning curves against the Gaussian-design Monte-Carlo oracle (issue 15).
+"""Kernel learning curves against the Gaussian-design Monte-Carlo oracle.
 
 Default sizes keep these under ~15 s; the full-size runs are marked ``full``."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 12: bad or extreme input ends in one line on stderr and exit 2, or in a correct result.
+"""Bad or extreme input ends in one line on stderr and exit 2, or in a correct result.
 
 Each numbered case of the issue has a test here (the sweep faults are in test_sweep_faults.py,
 the property-based test over the spec schema in test_spec_fuzz.py).

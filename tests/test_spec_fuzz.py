@@ -1,4 +1,4 @@
-"""Property-based test over the spec schema (issue 12): random valid and invalid specs for every
+"""Property-based test over the spec schema: random valid and invalid specs for every
 subcommand end in exit 0 with finite numbers, or exit 2 with one line on stderr -- never a
 traceback, a hang or a NaN -- each within a time bound.
 

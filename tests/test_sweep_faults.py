@@ -1,4 +1,4 @@
-"""Issue 12, case 9: sweeps survive faults -- kill -9 of the parent, a second sweep on the same
+"""Sweeps survive faults -- kill -9 of the parent, a second sweep on the same
 directory, half-written temp files, cells with non-finite values -- and a restarted sweep equals
 a from-scratch run."""
 import os

@@ -1,4 +1,4 @@
-"""The Taylor integrator (issue 13): printed jet recurrences, the order of a step, agreement with
+"""The Taylor integrator: printed jet recurrences, the order of a step, agreement with
 the RK7(8) and with the modes basis, the regenerate guard of the jet modules."""
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_fixed_point_series_matches_the_arb_series(order, sigma):
 
 
 def test_order_rule():
-    assert taylor_order(1e-17) == 21          # heyoka's rule; issue 13's table: order 21
+    assert taylor_order(1e-17) == 21          # heyoka's rule: order 21
     assert taylor_order(1e-35) == 42
 
 

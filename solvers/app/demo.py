@@ -1,7 +1,7 @@
 """The paper's Figure 1: ε_g(α) for K = M = 2, η = 0.1, β = 1, σ_J = 0.01, N = 1024.
 
 One random realisation (seed 0) per L ∈ {1, 4, 16, 64}, solved in the modes basis in float64:
-it is the fastest correct basis (the level basis needs ~2.6 L extra digits; see DESIGN.md §2),
+it is the fastest correct basis (the level basis needs ~2.6 L extra digits; see docs/theory/online-sgd.md),
 and tests/test_backbone.py checks it against the level basis at high precision.
 Writes ``figure1.png`` and ``figure1.csv`` (and ``plateau.csv``, the measured plateau lengths).
 """

@@ -52,7 +52,7 @@ def _format_eps(values, digits: int):
 
 
 def solve_spec(spec: Spec, progress=None) -> dict:
-    """Solve a spec; returns the JSON-ready result (DESIGN.md §5 keys).
+    """Solve a spec; returns the JSON-ready result (keys: docs/guide/cli.md).
 
     ``progress``: None, a :class:`solvers.core.progress.Progress` or a callable ``tick(alpha)``.
     ``meta.route`` names the route of the precision policy that ran.

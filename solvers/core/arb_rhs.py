@@ -1,6 +1,6 @@
 """The generated right-hand sides as python-flint ``arb_mat`` algebra.
 
-The hierarchy is linear in the next level (DESIGN.md §1): with the state of all levels (or
+The hierarchy is linear in the next level (docs/theory/conventions.md): with the state of all levels (or
 modes) as the rows of an L × N_STATE matrix Y,
 
     levels:  dY/dα = (C Y) A_sᵀ + T_lev A_tᵀ + e2 ν fᵀ,     C the companion matrix (closure)

@@ -10,7 +10,7 @@ systems together from them (numpy backend: float64 arrays or object arrays of mp
 * modes: rows k, next level λ_k X_k, forcing w_k λ_k;
 * the Jacobians of both by the flattened state.
 
-Arguments (as in DESIGN.md §1): y (L, N_STATE); levels: T (L, N_TEACHER) teacher levels 1..L,
+Arguments (as in docs/theory/conventions.md): y (L, N_STATE); levels: T (L, N_TEACHER) teacher levels 1..L,
 c = (c_0..c_(L-1)), nu = (ν_1..ν_L); modes: T the teacher modes, lam the eigenvalues, w the
 direction fractions; e2 = η² for the order-2 system, 0 for order 1; ctx the number context
 (unused by float64 modules).  The arb_mat backend of the same algebra is

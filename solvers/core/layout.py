@@ -1,4 +1,4 @@
-"""The per-level state layout of the generated modules (DESIGN.md: R_in row-major, then the
+"""The per-level state layout of the generated modules (docs/theory/conventions.md: R_in row-major, then the
 upper triangle of Q_ij; teacher T_nm, n <= m) and the conversions to and from matrices."""
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ No printed module is needed: for any K, M the order-parameter ODEs in the modes 
 Lyapunov-type linear system per mode whose K x K and K x M coefficient matrices depend on the
 level-1 overlaps only.
 
-Derivation (DESIGN.md §1 conventions, g(x) = erf(x/√2)).  For jointly Gaussian (a, z, c),
+Derivation (docs/theory/conventions.md, g(x) = erf(x/√2)).  For jointly Gaussian (a, z, c),
 Stein's lemma gives I3(a, z, c) = ⟨g'(a) z g(c)⟩ = C_za ⟨g''(a) g(c)⟩ + C_zc ⟨g'(a) g'(c)⟩ (also
 when c = a, where both terms add up to C_za ⟨(g'g)'(a)⟩).  With z the generalised field of
 level l, the covariances C_za, C_zc are level-(l+1) overlaps; in the modes basis they are

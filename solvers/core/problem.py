@@ -10,6 +10,7 @@ system, which is what needs digits).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -34,11 +35,36 @@ class InitialCondition:
 
 @dataclass(frozen=True)
 class Problem:
+    """One ODE problem.  Checked on construction (one-line ``ValueError`` naming the values):
+    ``eta > 0`` (a float is read through its shortest decimal repr, 0.1 -> 1/10, as in a spec
+    file), ``order`` in (1, 2), and an initial condition whose L, K and M match the spectrum
+    and the system key."""
     key: SystemKey
     spectrum: spectra.Spectrum
     eta: Fraction
     order: int
     init: InitialCondition
+
+    def __post_init__(self):
+        eta = self.eta
+        if isinstance(eta, bool):
+            raise ValueError(f"eta must be a number, got {eta!r}")
+        if isinstance(eta, float):        # also numpy.float64
+            if not math.isfinite(eta):
+                raise ValueError(f"eta must be finite, got {eta!r}")
+            eta = Fraction(repr(float(eta)))
+        elif isinstance(eta, int):
+            eta = Fraction(eta)
+        try:
+            positive = bool(eta > 0)
+        except TypeError:
+            raise ValueError(f"eta must be a number, got {eta!r}") from None
+        if not positive:
+            raise ValueError(f"eta = {eta} must be > 0 (the learning rate)")
+        object.__setattr__(self, "eta", eta)
+        if self.order not in (1, 2) or isinstance(self.order, bool):
+            raise ValueError(f"order = {self.order!r} must be 1 (no eta^2 term) or 2")
+        _check_shapes(self.init, self.spectrum.L, self.key.K, self.key.M)
 
     @property
     def L(self) -> int:
@@ -46,6 +72,20 @@ class Problem:
 
     def numeric(self, ctx) -> "NumericProblem":
         return NumericProblem(self, ctx)
+
+
+def _check_shapes(init: InitialCondition, L: int, K: int, M: int) -> None:
+    """The initial condition's arrays against the spectrum's L and the key's K, M."""
+    nT = L + 1 if init.basis == "levels" else L
+    want = {"R": (L, K, M), "Q": (L, K, K), "T": (nT, M, M)}
+    for name, shape in want.items():
+        got = np.shape(getattr(init, name))
+        if got != shape:
+            n = f"{got[0]} {'levels' if init.basis == 'levels' else 'modes'}" if got else \
+                "no axis"
+            raise ValueError(f"the spectrum has L = {L} but the initial condition's {name} has "
+                             f"{n} (shape {got}; expected {shape} for L = {L}, K = {K}, "
+                             f"M = {M} in the {init.basis} basis)")
 
 
 def characteristic_coefficients(lam, one):

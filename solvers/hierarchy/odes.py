@@ -175,7 +175,7 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
         stats = {}
-        # -- integrator dispatch (issue 13): Taylor series or RK7(8) --------------------------
+        # -- integrator dispatch: Taylor series or RK7(8) --------------------------
         if integrator == "taylor":
             if arithmetic != "flint":
                 raise ValueError("integrator = 'taylor' runs on flint arithmetic only")

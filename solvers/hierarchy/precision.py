@@ -161,7 +161,7 @@ def default_rtol(digits: int, integrator: str = "rk78") -> float:
 def estimated_dps(L: int, digits: int, basis: str) -> int:
     """Starting precision for the level basis: the closure costs digits growing with L.
 
-    Measured for the linear K=M=1 system (DESIGN.md §6, Taylor route) as about 2.6 L digits on
+    Measured for the linear K=M=1 system (docs/guide/precision.md, Taylor route) as about 2.6 L digits on
     top of the ones wanted; the auto mode verifies and raises it if needed.
     """
     if basis == "modes":

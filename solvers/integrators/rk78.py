@@ -279,8 +279,8 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
     1e-308).  The scaled error ``err_i / (atol + rtol * max(|y_i|, |y_new_i|))`` is formed in
     the number type and only then converted to float, so huge or tiny states are safe.
     h0: first trial step (default: automatic).  max_steps: bound on attempted steps
-    (accepted + rejected).  progress: ``progress(t)`` after each accepted step; monitor:
-    ``monitor(t, y)`` after each accepted step (it may raise to stop the run).
+    (accepted + rejected).  progress: ``progress(t)`` after each accepted step, t a float;
+    monitor: ``monitor(t, y)`` after each accepted step (it may raise to stop the run).
     stats: if a dict, receives ``n_steps`` (accepted), ``n_rejected`` and ``n_fevals``.
     y0 may be a numpy array (float64 or object) or a python-flint ``arb_mat`` (then ``fun``
     returns arb_mat too); scalar_dps: see ``_ArbMatSpace`` (arb_mat states only).
@@ -376,7 +376,7 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 if monitor is not None:
                     monitor(t, y)
                 if progress is not None:
-                    progress(t)
+                    progress(ctx.to_float(t))     # a plain float, never an arb ball or mpf
             else:
                 factor = max(_FAC_MIN, _SAFETY * norm ** (-1.0 / (_ORDER_EST + 1)))
                 h = mid(h_try * ctx.convert(factor))

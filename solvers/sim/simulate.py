@@ -1,6 +1,6 @@
 """Finite-N online SGD of the soft committee machine: the ground truth for every ODE curve.
 
-Model (DESIGN.md §1, binding)
+Model (docs/theory/conventions.md, binding)
 -----------------------------
 Inputs xi ~ N(0, Sigma) in R^N; Sigma has L distinct eigenvalues lambda_1 > ... > lambda_L, each
 with multiplicity N/L.  Coordinate ``a`` of the eigenbasis belongs to eigen-block k = a // (N/L).

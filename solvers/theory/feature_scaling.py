@@ -1,6 +1,6 @@
 """Feature scaling of the linear K = M = 1 student: only N_l input directions are trainable.
 
-Paper §4.3 and App. B.3 (Eqs. 10, 11, 74, 78, 79, 86-88), re-derived from the model of DESIGN.md §1
+Paper §4.3 and App. B.3 (Eqs. 10, 11, 74, 78, 79, 86-88), re-derived from the model of docs/theory/conventions.md
 with g(x) = x, K = M = 1: eps_g = (1/2N) e^T Sigma e with the error vector e = J - B.
 
 Notation: s = 1 + sigma_J^2 is <e_a^2> of a direction still at its random initial value (J_a ~

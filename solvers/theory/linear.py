@@ -11,7 +11,7 @@
   Well conditioned: float64 is good to ~13 digits, arbitrary precision needs only guard digits.
 * ``route="companion"``: the paper's Eqs. (54)-(57): roots of the shifted characteristic
   polynomial det(μ - A4), the triangular similarity S and Lagrange rows instead of a Vandermonde
-  inverse.  Needs ≈ 2.05 L log10 L extra digits (DESIGN.md §6).
+  inverse.  Needs ≈ 2.05 L log10 L extra digits (docs/guide/precision.md).
 * ``route="levels"``: the matrix exponential of the level system itself (balanced by
   diag(λ_1^l); flint's rigorous Taylor for the scaled-down matrix, then repeated squaring of
   row/column-scaled integer matrices).  Each squaring rounds products of size ‖exp(tÂ)‖², which
@@ -438,7 +438,7 @@ def _to_mpf(x):
 
 def route_dps(route: str, L: int, digits: int) -> int:
     """Starting precision: modes need guard digits only; the companion route the measured
-    2.05 L log10 L (DESIGN.md §6); the level exponential 3.4 L log10 L.
+    2.05 L log10 L (docs/guide/precision.md); the level exponential 3.4 L log10 L.
 
     Level route, measured (digits lost at ηα ≤ 1024 against the modes route, power law,
     η ∈ {0.1, 0.5, 1}): the loss grows with β and η and is largest at β = 1.5, η = 1, where it is

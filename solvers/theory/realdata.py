@@ -7,7 +7,7 @@ array (n_samples, ...) whose trailing axes are flattened into N features.
 Choices (and why)
 -----------------
 * Centring: the sample mean is subtracted (the model's inputs have zero mean).
-* Scaling: one global factor so that the mean eigenvalue is 1 (Tr Sigma = N, DESIGN.md §1).
+* Scaling: one global factor so that the mean eigenvalue is 1 (Tr Sigma = N, docs/theory/conventions.md).
   No per-feature standardisation: it would change the shape of the spectrum we want to measure
   (and digits has constant pixels, whose variance is 0).
 * Directions with eigenvalue below ``rel_floor`` * lambda_1 (constant pixels, rank deficiency)

@@ -47,9 +47,13 @@ SCHEMA = {
 
 def load(path):
     """(Setup, section dict) from a spec file; one-line SpecError / ValueError on bad input."""
+    return load_document(read_document(path), str(path))
+
+
+def load_document(doc: dict, name: str):
+    """`load` of an already-read TOML document (a dict); ``name`` starts the messages."""
     from solvers.theory.bayes import Setup
-    name = str(path)
-    sec = parse_section(read_document(path), "bayes", SCHEMA, name=name)
+    sec = parse_section(doc, "bayes", SCHEMA, name=name)
     if sec["beta"] is not None and sec["readouts"] is not None:
         raise section_error(name, "bayes", "give either beta or readouts, not both")
     if sec["n_over_d"] is not None and sec["alpha"] is not None:

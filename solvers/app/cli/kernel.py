@@ -59,9 +59,12 @@ _SECTIONS = ("kernel", "mc", "data", "model", "training", "solve", "init")
 
 def load(path, with_mc: bool):
     """(spectrum, kernel section, mc section) from a spec file; SpecError on bad input."""
+    return load_document(read_document(path), str(path), with_mc)
+
+
+def load_document(doc: dict, name: str, with_mc: bool):
+    """`load` of an already-read TOML document (a dict); ``name`` starts the messages."""
     from solvers.theory.kernel import spectrum as S
-    name = str(path)
-    doc = read_document(path)
     allowed = _SECTIONS if with_mc else tuple(s for s in _SECTIONS if s != "mc")
     for sec in doc:
         if sec not in allowed:

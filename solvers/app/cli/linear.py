@@ -1,6 +1,6 @@
 """``scaling-odes linear curve|window|feature-scaling SPEC.toml``: the linear K = M = 1 theory.
 
-The spec is the common one (DESIGN.md §5) with ``[model] activation = "linear"``, K = M = 1
+The spec is the common one (docs/guide/spec.md) with ``[model] activation = "linear"``, K = M = 1
 (the averaged linear theory is that of one student and one teacher vector; other K, M are
 refused rather than silently mapped), ``[training] init = "expected"`` or ``"random"`` (the
 curve is the average over teacher and initial student either way; ``sigma_J`` enters as
@@ -24,8 +24,15 @@ from solvers.app.cli.common import json_command, spec_command
 def _load(path):
     """The spec and its validated [linear] section (solvers.app.sections.LINEAR_SCHEMA)."""
     from solvers.app import sections
-    from solvers.app.spec import SpecError, load_spec
+    from solvers.app.spec import load_spec
     spec = load_spec(path, extra_sections=("linear",))
+    check_linear(spec)
+    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
+
+
+def check_linear(spec) -> None:
+    """What the linear theory needs of a spec (activation, K = M = 1, no explicit init)."""
+    from solvers.app.spec import SpecError
     name = spec.path
     m, t = spec.model, spec.training
     if m.activation != "linear":
@@ -37,7 +44,6 @@ def _load(path):
     if t.init == "explicit":
         raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
-    return spec, sections.read(spec, "linear", sections.LINEAR_SCHEMA)
 
 
 def curve_result(spec, route: str, progress=None) -> dict:

@@ -10,9 +10,11 @@ from pathlib import Path
 
 
 from solvers.app.cli import bayes as cli_bayes
+from solvers.app.cli import compare as cli_compare
 from solvers.app.cli import figures as cli_figures
 from solvers.app.cli import kernel as cli_kernel
 from solvers.app.cli import linear as cli_linear
+from solvers.app.cli import onestep as cli_onestep
 from solvers.app.cli import plateau as cli_plateau
 from solvers.app.cli import simulate as cli_simulate
 from solvers.app.cli.common import CliError, check_outputs, emit
@@ -67,8 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("regenerate", help="rewrite the generated solver modules")
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
-    for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures):
+    for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures,
+                   cli_onestep):
         module.register(sub)
+    cli_compare.register(sub)
     return p
 
 

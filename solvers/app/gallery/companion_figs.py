@@ -1,6 +1,6 @@
 """Figures of the companion theories beside the paper's twenty: the Bayes-optimal baseline
-(B1-B3: solvers.theory.bayes, issue 14) and the kernel learning curves (K1: solvers.theory.kernel,
-issue 15).  Same contract as the paper figures: parameters at full and reduced size, cached pieces,
+(B1-B3: solvers.theory.bayes) and the kernel learning curves (K1: solvers.theory.kernel).
+Same contract as the paper figures: parameters at full and reduced size, cached pieces,
 one style, quantitative checks against an independent route.
 """
 from __future__ import annotations
@@ -80,11 +80,11 @@ def b1_checks(d, p):
 FIGB1 = Figure("B1", "Bayes-optimal: the scalar channel m_σ(λ) and its jump",
                "The order parameter of one feature as a function of its signal-to-noise ratio λ: zero up to λ_σ, "
                "then a jump to q_σ (first-order transition), for the cubic, erf (ℓ ≥ 3 part) and ReLU (ℓ ≥ 4 part) "
-               "activations (Nguyen & Barbier 2026, with the repairs of ../shared/papers/bayes-optimal-notes.md).",
+               "activations (Nguyen & Barbier 2026, with the repairs of docs/theory/bayes-optimal.md).",
                full={"acts": list(ACTS), "dps": 30, "x_lo": 0.5, "x_hi": 1e3, "n_lam": 400, "n_check": 400},
                small={"acts": ["cubic", "erf3"], "dps": 20, "x_lo": 0.5, "x_hi": 1e3, "n_lam": 60, "n_check": 40},
                compute=b1_compute, plot=b1_plot, checks=b1_checks,
-               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory (issue 14).")
+               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory.")
 
 
 # ---- B2: the staircase q_i(n/d) ---------------------------------------------------------------
@@ -126,7 +126,7 @@ def b2_checks(d, p):
         tol = 5e-5 if k != "q_jump" else 1e-3          # the targets' own rounding
         out.append(check(f"feature 1: {k} (n/d{'' if k != 'q_jump' else ', q₁ after the switch'})", b[k], t,
                          abs(rel) < tol if p["d"] == 200 and p["Delta"] == 0.1 else None,
-                         "targets of issue 14 (brute-force maximisation of Ψ at small k)"))
+                         "targets (brute-force maximisation of Ψ at small k)"))
     order = all(x["appears"] < x["switch"] < x["ends"] for x in d["bands"])
     out.append(check("every band: appears < switch < ends", order, True, order))
     return out
@@ -140,7 +140,7 @@ FIGB2 = Figure("B2", "Bayes-optimal: the staircase of learned features q_i(n/d)"
                small={"d": 200, "gamma": 1.0, "Delta": 0.1, "beta": 1.0, "s_lo": 1.0, "s_hi": 300.0, "n_s": 25,
                       "features": 10, "bands": 1},
                compute=b2_compute, plot=b2_plot, checks=b2_checks,
-               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory (issue 14).")
+               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory.")
 
 
 # ---- B3: ε^BO(n): the two regimes and the k_c collapse ----------------------------------------
@@ -209,9 +209,9 @@ FIGB3 = Figure("B3", "Bayes-optimal: ε^BO(n) — learning regime, refinement, a
                small={"d": 200, "Delta": 0.1, "beta": 1.0, "s_lo": 30.0, "s_hi": 3e7, "n_s": 12, "refine_from": 3e5},
                compute=b3_compute, plot=b3_plot, checks=b3_checks,
                errata="The learning-regime slope at d = 2000, Δ = 0.1 misses the −1/2 ± 0.05 set for it (fit over "
-                      "3 ≤ k_c ≤ 0.3k); issue 14 reports −0.51 ± 0.02 at d = k = 4000, Δ = 1: finite-d and Δ effects "
+                      "3 ≤ k_c ≤ 0.3k); a separate run gave −0.51 ± 0.02 at d = k = 4000, Δ = 1: finite-d and Δ effects "
                       "not separated here.",
-               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory (issue 14).")
+               data_note="Not a figure of the power-law-spectra paper: the Bayes-optimal companion theory.")
 
 
 # ---- K1: kernel learning curves: Monte Carlo vs eigenlearning vs approximations ----------------
@@ -276,6 +276,6 @@ FIGK1 = Figure("K1", "Kernel learning curves: Monte Carlo vs eigenlearning vs th
                       "32-design means sit low and their s.e.m. is unreliable. With 128 designs the ratio is 0.984 "
                       "(2.85 s.e.m.): a 1–2 % finite-P, finite-M deviation at the largest P may remain.",
                data_note="Not a figure of the power-law-spectra paper: the kernel / Gaussian-process companion "
-                         "theory (issue 15, ../shared/papers/field-theory-slides.txt).")
+                         "theory (docs/theory/kernel-curves.md).")
 
 FIGURES = [FIGB1, FIGB2, FIGB3, FIGK1]

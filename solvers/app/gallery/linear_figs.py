@@ -114,7 +114,7 @@ def fig2_checks(d, p):
         check(f"right: rms rel. deviation sim (mean of {r['seeds']}) vs exact theory", dev,
               f"< 3/√N = {bound:.3g}", dev < bound),
         check("right: Eq. (9) vs exact theory, rms rel. inside the window centre ±1 decade", _rms_inside(a, d["eq9"], d["exact"], lo2, hi2),
-              None, None, "Eq. (9) drops the finite-η correction (DESIGN.md §6: 5-7 % at η = 0.1)"),
+              None, None, "Eq. (9) drops the finite-η correction (5-7 % at η = 0.1: docs/theory/linear.md)"),
     ]
 
 
@@ -130,7 +130,7 @@ FIG2 = Figure(
                      "alpha_min": 0.1, "alpha_max": 50.0, "n_alpha": 12}},
     compute=fig2_compute, plot=fig2_plot, checks=fig2_checks, overlay=True,
     errata="Eq. (6) writes exp(−2ηλ̃α) with λ̃ the eigenvalues of A1+ηU; the decaying form is "
-           "exp(+ηλ_{A4}α) (DESIGN.md errata). The curves here use the corrected sign.")
+           "exp(+ηλ_{A4}α) (docs/theory/linear.md, errata). The curves here use the corrected sign.")
 
 
 # ---- Figures 7, 8, 9: Euler-Maclaurin forms -------------------------------------------------

@@ -15,7 +15,7 @@ is 2 ε^BO.
 
 What the samples can be compared with: the fixed point gives each unit a Gaussian output
 channel, which is exact only for small readouts; a unit with an O(1) readout learned from
-n = O(d) samples follows the GLM replica formula instead (:mod:`.glm`; README, sampling section).
+n = O(d) samples follows the GLM replica formula instead (:mod:`.glm`; docs/guide/bayes.md, sampling section).
 Chains started at the teacher remember their start for long (overlaps biased up, Gibbs errors
 down); random starts stay stuck near q = 0; the chain–chain overlap (`Run.pair`) is the Nishimori
 check.

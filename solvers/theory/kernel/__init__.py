@@ -6,7 +6,7 @@
     res = learning_curves(spec, [16, 64], ridge=1e-2, noise=1e-2)    # all methods, as the CLI
     mc = kernel_mc(spec, [16, 64], ridge=1e-2, noise=1e-2, trials=32) # Gaussian-design oracle
 
-Conventions and equations: ``derive/kernel.py`` and ``../shared/papers/kernel-curves-notes.md``.
+Conventions and equations: ``derive/kernel.py`` and ``docs/theory/kernel-curves.md``.
 """
 from solvers.theory.kernel.spectrum import KernelSpectrum, explicit, levels, power_law
 from solvers.theory.kernel.eigenlearning import (KernelError, Point, eigenlearning,

@@ -1,0 +1,152 @@
+"""Theory against simulation for one spec: the ``compare`` subcommand's engine.
+
+One spec drives both.  The simulation runs first (``[simulate]`` section: seeds, generator, …;
+``training.init`` must be "random"); then, for every simulated seed, the ODEs are solved for
+that seed's realisation (``init = "random"`` draws the simulator's teacher and initial student
+for a seed, :func:`solvers.core.problem.random_init`) at exactly the α the simulator recorded
+(steps = round(α N), so α = steps / N, not the requested grid), with the spec's ``[solve]``
+precision.  Nothing is interpolated; the cost is one ODE solve per seed.
+
+The deviation.  SGD at finite N fluctuates around the ODE of its own realisation by
+O(N^-1/2) *relative* to the curve (the order parameters are averages over N directions; near
+perfect learning the gradient noise vanishes with the error, so the fluctuation shrinks with
+ε_g itself).  The measure is therefore the relative one, the vertical distance on the log-log
+plot::
+
+    rms_deviation = sqrt( mean over seeds and α of ((ε_sim - ε_theory) / ε_theory)^2 )
+
+(each seed against the theory of its own realisation), compared with
+``finite_size_scale = 3 / sqrt(N)``; ``within`` says whether it is below.  Pooling over seeds
+keeps the single-run scale (more seeds do not shrink it).  The absolute RMS is reported too
+(``rms_absolute``); it is not the criterion: ε_g is O(0.1) for erf and 3/√N is 0.19 at
+N = 256, so no curve could fail an absolute test.  Measured: rms_deviation · √N ≈ 0.6 on
+average, at most 1.24 over 12 seeds each at N = 128 … 1024 (erf K = M = 2, L = 4, η = 0.5,
+σ_J = 0.1, α ≤ 10; ``tests/test_compare.py``), so 3/√N leaves room for seed-to-seed spread,
+while halving η in the theory gives ≥ 7/√N at N = 512.
+
+The plateau escape is exponentially sensitive to fluctuations: across it the relative
+deviation is no longer O(N^-1/2), and ``within`` may be false for a correct theory.  Compare
+before the escape, or with several seeds and read the band.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+SCALE_FACTOR = 3.0
+DEVIATION = "sqrt(mean over seeds and alpha of ((eps_sim - eps_theory) / eps_theory)^2)"
+
+
+def compare_spec(spec, progress: bool = False) -> dict:
+    """Simulate, then solve every seed's realisation at the simulated α; the JSON-ready
+    comparison (keys in :mod:`solvers.app.cli.compare`)."""
+    from solvers import __version__
+    from solvers.app.cli.simulate import simulate_spec
+    started = time.perf_counter()
+    sim = simulate_spec(spec, progress=progress)
+    alphas = tuple(float(a) for a in sim["alpha"])
+    runs = sim["ensemble"]["runs"] if "ensemble" in sim else [sim]
+    seeds = [r["meta"]["seed"] for r in runs]
+    theories = [_solve_seed(spec, seed, alphas, progress) for seed in seeds]
+    dev = deviation([[float(e) for e in t["eps_g"]] for t in theories],
+                    [r["eps_g"] for r in runs], spec.data.N)
+    out = {"alpha": list(alphas), "theory": theories[0], "simulation": sim}
+    if len(seeds) > 1:
+        out["theory_ensemble"] = {"seeds": seeds, "eps_g_runs": [t["eps_g"] for t in theories]}
+    out.update(dev)
+    out["meta"] = {"version": __version__, "N": spec.data.N, "seeds": seeds,
+                   "deviation": DEVIATION, "finite_size_scale": f"{SCALE_FACTOR:g}/sqrt(N)",
+                   "wall_s": time.perf_counter() - started}
+    return out
+
+
+def _solve_seed(spec, seed: int, alphas: tuple, progress: bool) -> dict:
+    """``solve`` of the realisation of ``seed`` at exactly ``alphas``."""
+    from solvers.app.solve import solve_spec
+    one = dataclasses.replace(
+        spec, training=dataclasses.replace(spec.training, seed=seed),
+        solve=dataclasses.replace(spec.solve, alphas=alphas, alpha_max=None, alpha_min=None,
+                                  n_points=len(alphas), spacing="explicit"))
+    tick, bar = None, None
+    if progress:
+        from solvers.app.cli.common import progress_bar
+        bar, tick = progress_bar(alphas[-1], f"solve (seed {seed})")
+    try:
+        return solve_spec(one, progress=tick)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def deviation(eps_theory, eps_runs, N: int) -> dict:
+    """``rms_deviation`` (relative, pooled over runs and α), ``rms_deviation_per_seed``,
+    ``rms_absolute``, ``finite_size_scale`` = 3/√N and ``within``.
+
+    ``eps_theory``: one curve for all runs, or one per run (each run's own realisation);
+    ``eps_runs``: one simulated curve per run, on the same α.
+
+    Examples
+    --------
+    >>> d = deviation([0.2, 0.1], [[0.21, 0.1]], N=100)
+    >>> round(d["rms_deviation"], 4), d["finite_size_scale"], d["within"]
+    (0.0354, 0.3, True)
+    """
+    sims = np.atleast_2d(np.asarray(eps_runs, dtype=float))
+    th = np.asarray(eps_theory, dtype=float)
+    if th.ndim == 1 and th.size == sims.shape[1]:
+        th = np.broadcast_to(th, sims.shape)
+    if th.shape != sims.shape:
+        raise ValueError(f"theory {np.shape(eps_theory)} and simulation {sims.shape} curves "
+                         f"do not match (one theory, or one per run, on the same alpha)")
+    if not np.all(th > 0):
+        raise ValueError("eps_g of the theory must be > 0 for a relative deviation")
+    rel = (sims - th) / th
+    scale = SCALE_FACTOR / math.sqrt(N)
+    rms = float(np.sqrt(np.mean(rel ** 2)))
+    return {
+        "rms_deviation": rms,
+        "rms_deviation_per_seed": np.sqrt(np.mean(rel ** 2, axis=1)).tolist(),
+        "rms_absolute": float(np.sqrt(np.mean((sims - th) ** 2))),
+        "finite_size_scale": scale,
+        "within": bool(rms <= scale),
+    }
+
+
+def plot_compare(result: dict, ax=None):
+    """Theory line, simulation points (one seed) or mean with a ±1 std band (several seeds),
+    log-log over α > 0.  Returns the Axes."""
+    if ax is None:
+        import matplotlib.pyplot as plt
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    a = np.asarray(result["alpha"], dtype=float)
+    sim = result["simulation"]
+    pos = a > 0
+    if "ensemble" in sim:
+        th = np.array([[float(e) for e in run] for run in
+                       result["theory_ensemble"]["eps_g_runs"]]).mean(axis=0)
+        mean = np.asarray(sim["ensemble"]["eps_g_mean"])
+        std = np.asarray(sim["ensemble"]["eps_g_std"])
+        n = len(sim["ensemble"]["seeds"])
+        ax.loglog(a[pos], th[pos], "-", color="C0", lw=1.6,
+                  label=f"ODE theory (mean over the {n} realisations)")
+        lo = np.maximum(mean - std, mean * 1e-3)
+        ax.fill_between(a[pos], lo[pos], (mean + std)[pos], color="C1", alpha=0.3, lw=0,
+                        label=f"simulation ±1 std ({n} seeds)")
+        ax.loglog(a[pos], mean[pos], "o", ms=3, color="C1", label="simulation mean")
+    else:
+        th = np.array([float(e) for e in result["theory"]["eps_g"]])
+        ax.loglog(a[pos], th[pos], "-", color="C0", lw=1.6, label="ODE theory")
+        eps = np.asarray(sim["eps_g"])
+        ax.loglog(a[pos], eps[pos], "o", ms=3, color="C1",
+                  label=f"simulation (seed {sim['meta']['seed']})")
+    N = result["meta"]["N"]
+    ax.set_xlabel(r"$\alpha$")
+    ax.set_ylabel(r"$\epsilon_g$")
+    ax.set_title(f"N = {N}: rms rel. deviation {result['rms_deviation']:.3g} "
+                 f"{'<=' if result['within'] else '>'} 3/sqrt(N) = "
+                 f"{result['finite_size_scale']:.3g}", fontsize=9)
+    ax.legend(fontsize=8)
+    return ax
