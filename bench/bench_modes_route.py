@@ -14,7 +14,7 @@ points), basis = "modes", dps = "auto", digits = 9.  Measured, all in this proce
 Wall and CPU seconds (this process and its children) are printed; on a shared machine the CPU
 time is the steadier measure, the wall time is what the user waits.
 
-    python bench/bench_modes_route.py [--no-rk78] [--quick]
+    python bench/bench_modes_route.py [--no-rk78] [--quick] [--digits=9]
 """
 from __future__ import annotations
 
@@ -69,15 +69,20 @@ def main(argv) -> int:
 
     quick = "--quick" in argv
     K, L, amax = (2, 16, 2000) if quick else (3, 32, 5000)
+    wanted = 9
+    for a in argv:
+        if a.startswith("--digits="):
+            wanted = int(a.split("=", 1)[1])
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "spec.toml"
-        path.write_text(SPEC.format(K=K, L=L, amax=amax))
+        path.write_text(SPEC.format(K=K, L=L, amax=amax).replace("digits = 9",
+                                                                   f"digits = {wanted}"))
         spec = load_spec(path)
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
-    plan = precision.plan("modes", "auto", 9, L)
+    plan = precision.plan("modes", "auto", wanted, L)
     final_rtol = plan.faster.rtol / 100
-    print(f"# erf K = M = {K}, L = {L}, beta = 0.5, eta = 0.5, alpha <= {amax}, digits 9; "
+    print(f"# erf K = M = {K}, L = {L}, beta = 0.5, eta = 0.5, alpha <= {amax}, digits {wanted}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     solve_modes_fast(problem, grid[:3], rtol=1e-6)          # warm-up (imports, BLAS)
 
@@ -91,14 +96,15 @@ def main(argv) -> int:
                  digits(same.eps_g, ref.eps_g)))
     res, w3, c3 = timed(lambda: solve_spec(spec))
     meta = res["meta"]
-    rows.append((f"policy: solve_spec, route {meta['route']} (concurrent: "
+    rows.append((f"policy: solve_spec, route {meta['route']} (tried first: "
+                 f"{', '.join(meta['routes_tried']) or 'none'}; concurrent: "
                  f"{meta['concurrent_runs']}, agreement {meta['agreement_digits']:.2f})", w3, c3,
                  digits(res["eps_g"], ref.eps_g)))
     if "--no-rk78" not in argv:
         slow = precision.Plan("float64", "rk78", None, precision.FLOAT64_RTOL, "tighter",
                               plan.fallback)
         old, w4, c4 = timed(lambda: verify._execute(slow, problem, grid, basis="modes",
-                                                    digits=9, progress=None))
+                                                    digits=wanted, progress=None))
         rows.append(("the RK7(8) pair (the route before)", w4, c4, digits(old.eps_g, ref.eps_g)))
     rows.append(("reference: RK7(8) float64, rtol 1e-14", w_ref, c_ref, float("inf")))
 
