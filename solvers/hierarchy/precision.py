@@ -101,6 +101,14 @@ def check_request(basis: str, dps, digits: int) -> None:
 # 9 digits, so the policy went on to arbitrary precision (BENCHMARKS.md, "Policy routes").
 FAST_EXTRA_DIGITS = 1
 
+# The fast route is tried first only where the modes are stiff, η λ_1 >= FAST_MIN_STIFFNESS (the
+# explicit RK7(8)'s step is bound by ~1/(η λ_1)).  Measured: erf K = M = 2, L = 4, η = 0.5
+# (η λ_1 = 1.4), α ≤ 300: RK7(8) at rtol 1e-13 2.3 s, RODAS4 at 1e-10 19 s; erf K = M = 3,
+# L = 32, β = 0.5, η = 0.5 (η λ_1 ≈ 7), α ≤ 5000: RK7(8) at 1e-14 302 s, RODAS4 at 1e-12 410 s
+# (loaded machine); K = M = 2, L = 1024, η = 0.1 (η λ_1 ≈ 62): RODAS4 13x faster
+# (bench_modes_fast).  The threshold sits between the tie and the clear win.
+FAST_MIN_STIFFNESS = 20.0
+
 
 def fast_rtol(digits: int) -> float:
     """Tolerance of the first run of the modes fast route (its check runs 100x tighter)."""

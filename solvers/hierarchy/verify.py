@@ -162,7 +162,12 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
 
 
 def _fast_route_applies(p, problem, basis) -> bool:
-    return basis == "modes" and p.integrator == "rodas4" and problem.init.basis == "modes"
+    """The stiff solver first: modes basis, a modes initial condition, and stiff modes
+    (η λ_1 >= precision.FAST_MIN_STIFFNESS; below, the explicit RK7(8) is faster)."""
+    if not (basis == "modes" and p.integrator == "rodas4" and problem.init.basis == "modes"):
+        return False
+    lam1 = max(float(v) for v in problem.spectrum.eigenvalues)
+    return float(Fraction(problem.eta)) * lam1 >= precision.FAST_MIN_STIFFNESS
 
 
 def _watch(problem, basis):
