@@ -122,9 +122,10 @@ def plan(basis: str, dps, digits: int, L: int) -> Plan:
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
       agree on ``digits`` significant digits of ε_g; modes basis -> float64 when ``digits`` <=
-      FLOAT64_MAX_DIGITS: first the stiff RODAS4 solver (``faster``; fastest where the modes
-      are stiff, i.e. from small L on), then the RK7(8), each checked by a 100x tighter second
-      run; arbitrary precision otherwise or when neither pair agrees.
+      FLOAT64_MAX_DIGITS: first the stiff RODAS4 solver (``faster``, tried where η λ_1 >=
+      FAST_MIN_STIFFNESS and the initial condition is given by modes), then the RK7(8), each
+      checked by a 100x tighter second run; arbitrary precision otherwise or when neither pair
+      agrees.
     * an integer: one arbitrary-precision run at that many digits.
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
