@@ -2,6 +2,11 @@ import os
 
 import pytest
 
+# Progress displays off unless a test asks for one (tests/test_progress.py does): a loaded
+# machine can stretch a failing run past the plain-line delay, and the one-line-error tests
+# read all of stderr.
+os.environ.setdefault("SCALING_ODES_PROGRESS", "off")
+
 
 # What each test module's results are checked against (its oracle): every module declares it as
 # ``pytestmark = [pytest.mark.<oracle>, ...]`` (test_architecture checks it), e.g.

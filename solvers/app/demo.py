@@ -12,11 +12,10 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
-
 from derive import spectra
 from derive.keys import SystemKey
 
+from solvers.core.progress import Progress
 from solvers.hierarchy.odes import integrate_problem
 from solvers.core.problem import Problem, random_init
 
@@ -54,28 +53,23 @@ def check_alpha_max(alpha_max: float) -> None:
 
 
 def run_demo(out: Path, alpha_max: float = 3500.0, n_points: int = 701, Ls=LS, N: int = 1024,
-             progress: bool = True) -> dict:
+             progress=True) -> dict:
+    """Figure 1 into ``out``; ``progress``: True / False or a
+    :class:`solvers.core.progress.Progress` (one phase per curve, "L = 16 (curve 3/4)")."""
     check_alpha_max(alpha_max)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     alphas = np.linspace(0.0, alpha_max, n_points)
     curves, lengths = {}, {}
-    bar = tqdm(total=len(Ls) * alpha_max, desc="Figure 1", unit="α", disable=not progress)
-    for L in Ls:
-        last = [0.0]
-
-        def tick(t, last=last):
-            t = min(float(t), alpha_max)
-            if t > last[0]:
-                # float sums of the increments may overshoot the total by an ulp
-                bar.update(min(t - last[0], bar.total - bar.n))
-                last[0] = t
-        traj = integrate_problem(figure1_problem(L, N), alphas, basis="modes",
-                                 arithmetic="float64", rtol=1e-12, progress=tick)
-        tick(alpha_max)
+    # one labelled phase per curve, each over alpha (a Progress may be passed in as well)
+    shown = progress if isinstance(progress, Progress) else Progress("Figure 1",
+                                                                       enabled=bool(progress))
+    for i, L in enumerate(Ls, 1):
+        with shown.phase(f"L = {L} (curve {i}/{len(Ls)})", alpha_max) as tick:
+            traj = integrate_problem(figure1_problem(L, N), alphas, basis="modes",
+                                     arithmetic="float64", rtol=1e-12, progress=tick)
         curves[L] = traj.eps_float()
         lengths[L] = plateau_length(alphas, curves[L])
-    bar.close()
     header = "alpha," + ",".join(f"eps_g_L{L}" for L in Ls)
     np.savetxt(out / "figure1.csv", np.column_stack([alphas] + [curves[L] for L in Ls]),
                delimiter=",", header=header, comments="")

@@ -15,7 +15,7 @@ import numpy as np
 from derive.keys import SystemKey
 
 from solvers import __version__
-from solvers.hierarchy import verify
+from solvers.hierarchy import precision, verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
@@ -52,8 +52,13 @@ def _format_eps(values, digits: int):
 
 
 def solve_spec(spec: Spec, progress=None) -> dict:
-    """Solve a spec; returns the JSON-ready result (keys: docs/guide/cli.md)."""
+    """Solve a spec; returns the JSON-ready result (keys: docs/guide/cli.md).
+
+    ``progress``: None, a :class:`solvers.core.progress.Progress` or a callable ``tick(alpha)``.
+    ``meta.route`` names the route of the precision policy that ran.
+    """
     started, cpu_started = time.perf_counter(), _cpu_s()
+    precision.check_request(spec.solve.basis, spec.solve.dps, spec.solve.digits)
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
     alphas = grid if grid[0] == 0 else [0.0] + list(grid)
@@ -74,6 +79,10 @@ def solve_spec(spec: Spec, progress=None) -> dict:
         "meta": {
             "version": __version__,
             "basis": traj.basis,
+            # which route of the policy produced the numbers: basis/arithmetic/integrator/check
+            # (e.g. "modes/float64/rodas4/tighter"); routes whose check failed before it
+            "route": traj.stats.get("route"),
+            "routes_tried": traj.stats.get("routes_tried", []),
             "arithmetic": traj.arithmetic,
             "dps": traj.dps,
             "digits": spec.solve.digits,

@@ -628,7 +628,8 @@ def _rodas4_step(system, y, f0, aux, h):
     return y5 + k[4] + k[5], k[5]
 
 
-def _integrate(system, alphas, y0, *, rtol, atol, h0, max_steps, progress, fixed_h=None):
+def _integrate(system, alphas, y0, *, rtol, atol, h0, max_steps, progress, fixed_h=None,
+               monitor=None):
     """Adaptive RODAS4 hitting every output time exactly; returns the states at ``alphas``."""
     ts = [float(a) for a in alphas]
     if any(not b > a for a, b in zip(ts, ts[1:])):
@@ -677,6 +678,8 @@ def _integrate(system, alphas, y0, *, rtol, atol, h0, max_steps, progress, fixed
                 y = y_new
                 f0, aux = system.f(y)
                 stats["n_steps"] += 1
+                if monitor is not None and monitor.due():
+                    monitor.level1(t, *system.observables(y))
                 if progress is not None:
                     progress(t)
                 if fixed_h is None:
@@ -703,12 +706,14 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                      order: int | None = None, h0: float | None = None,
                      max_steps: int = 1_000_000, progress=None, keep_states="auto",
                      threads: int | None = 1, fixed_step: float | None = None,
-                     method: str = "rodas4") -> Trajectory:
+                     method: str = "rodas4", monitor=None) -> Trajectory:
     """Integrate the modes basis in float64; returns ``integrate_problem``'s Trajectory.
 
     problem_or_inputs: a :class:`solvers.core.problem.Problem` (modes-basis initial condition) or
     :class:`ModesInputs` (``random_inputs``, ``expected_inputs``, ``inputs_from_overlaps``).
-    alphas: output times, strictly increasing; the initial condition is at alphas[0].
+    alphas: output times, strictly increasing.  With a Problem the initial condition is the
+    state at α = 0 (a grid starting later is integrated from 0, only its points are returned;
+    negative or non-finite values are a ValueError); ModesInputs hold a state at alphas[0].
     rtol: relative tolerance on the student factor J (≈ √Q).  Measured (bench/bench_modes_fast.py)
     at the default 1e-8: ε_g to ~2e-8 relative for K = M = 2 (L up to 1024), to 1e-6 .. 3e-6
     for K = M = 40 (β = 1.5 .. 1), worst at the specialisation transition (2.5e-7 at rtol 1e-9).
@@ -719,6 +724,8 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     threads: BLAS threads (the work is many small matrix products: 1 is fastest on a shared
     machine; None leaves the BLAS setting alone).  fixed_step: constant step, no error control
     (order tests).
+    monitor: a :class:`solvers.hierarchy.stability.Watch` (``due()``, ``level1(t, R1, Q1, eps)``)
+    asked after every accepted RODAS4 step; it raises when the run leaves the realisable set.
     method: "rodas4" (stiff, the default) or "rk78": the explicit RK7(8) of solvers.integrators.rk78 on
     the same factored right-hand side, whose step is bounded by stability (~λ_1 |P| sets it).
     Measured (bench/bench_modes_fast.py, rtol 1e-8): K = M = 2, L = 1024, η = 0.1: RODAS4
@@ -734,7 +741,18 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     if order is not None and order != inp.order:
         inp = ModesInputs(inp.activation, inp.K, inp.M, inp.lam, inp.w, inp.eta, int(order),
                           inp.J, inp.B, inp.s, inp.factor_error, dict(inp.meta))
-    alphas = [float(Fraction(a)) if isinstance(a, str) else float(a) for a in alphas]
+    from_zero = not isinstance(problem_or_inputs, ModesInputs)
+    if from_zero:
+        # a Problem's initial condition is the state at alpha = 0 (as in integrate_problem)
+        from solvers.hierarchy.odes import checked_alphas
+        requested = [float(a) for _, a in checked_alphas(alphas)]
+        skip = 0 if requested[0] == 0 else 1
+        alphas = [0.0] * skip + requested
+    else:
+        skip = 0
+        alphas = [float(Fraction(a)) if isinstance(a, str) else float(a) for a in alphas]
+        if not all(math.isfinite(a) for a in alphas):
+            raise ValueError("alphas must be finite numbers")
     if not rtol > 0:
         raise ValueError(f"rtol must be > 0, got {rtol}")
     system = _System(inp)
@@ -749,7 +767,8 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     with _blas_threads(threads):
         if method == "rodas4":
             ys = _integrate(system, alphas, system.initial_state(), rtol=rtol, atol=atol, h0=h0,
-                            max_steps=max_steps, progress=progress, fixed_h=fixed_step)
+                            max_steps=max_steps, progress=progress, fixed_h=fixed_step,
+                            monitor=monitor)
         else:
             from solvers.integrators.rk78 import integrate
             from solvers.core.numbers import Float64Context
@@ -775,7 +794,7 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                  reduced_solver="dense" if system.n_v <= system.dense_max else "gcr")
     stats["method"] = method
     return Trajectory(list(alphas), eps, np.array(R1s), np.array(Q1s), "modes", METHODS[method],
-                      15, stats, states)
+                      15, stats, states).drop_first(skip)
 
 
 class _NoLimit:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
+from solvers.core.progress import phase
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
@@ -42,6 +43,14 @@ class Trajectory:
     def eps_float(self) -> np.ndarray:
         return np.array([float(_mid(e)) for e in self.eps_g])
 
+    def drop_first(self, n: int) -> "Trajectory":
+        """The trajectory without its first ``n`` points (an α = 0 added for the start)."""
+        if n == 0:
+            return self
+        return Trajectory(self.alpha[n:], self.eps_g[n:], self.R1[n:], self.Q1[n:], self.basis,
+                          self.arithmetic, self.dps, self.stats,
+                          self.states[n:] if self.states else self.states)
+
 
 def _mid(x):
     return x.mid() if hasattr(x, "mid") else x
@@ -57,8 +66,17 @@ def _level_one(mod, basis, y, num):
 def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
                       dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
                       progress=None, matrix_rhs: bool = True,
-                      short_scalars: bool = True, integrator: str = "rk78") -> Trajectory:
+                      short_scalars: bool = True, integrator: str = "rk78",
+                      monitor=None) -> Trajectory:
     """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
+
+    ``alphas``: the output points, finite, >= 0 and strictly increasing (numbers or decimal
+    strings; anything else is a ValueError).  The problem's initial condition is the state at
+    α = 0, so a grid that starts later (``np.geomspace(0.5, 5000, 200)``) is integrated from 0
+    and only the requested points are returned.
+    ``monitor``: ``monitor(t, y)`` after every accepted step (y in the integrator's storage:
+    numpy array or arb_mat of the flat state); may raise to stop a run that has gone wrong
+    (:mod:`solvers.hierarchy.stability`).
 
     "float64" runs the same RK7(8) as the arbitrary-precision path on float64 arrays; "scipy" is
     SciPy's DOP853, kept as the comparison (modes basis, L = 64, α ≤ 1000: DOP853 at its tightest
@@ -78,7 +96,46 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
     if integrator not in ("rk78", "taylor"):
         raise ValueError(f"integrator must be 'rk78' or 'taylor', got {integrator!r}")
-    alphas = [float(a) if not isinstance(a, str) else a for a in alphas]
+    requested = checked_alphas(alphas)
+    # the initial condition is the state at alpha = 0: a grid starting later is integrated from
+    # 0 and only the requested points are reported
+    skip = 0 if requested[0][1] == 0 else 1
+    alphas = ([0.0] if skip else []) + [a for a, _ in requested]
+    traj = _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, progress,
+                                matrix_rhs, short_scalars, integrator, monitor)
+    return traj.drop_first(skip)
+
+
+def checked_alphas(alphas) -> list:
+    """``[(alpha as given, its exact Fraction)]`` of an α grid, or a one-line ValueError.
+
+    A grid must be non-empty, finite, >= 0 and strictly increasing (numbers or decimal
+    strings); ``integrate_problem`` adds α = 0 in front when it does not start there.
+    """
+    try:
+        items = list(alphas)
+    except TypeError:
+        raise ValueError(f"alphas must be a sequence of numbers, got {alphas!r}") from None
+    if not items:
+        raise ValueError("alphas is empty: give at least one alpha >= 0")
+    out = []
+    for i, a in enumerate(items):
+        try:
+            value = a if isinstance(a, str) else float(a)
+            exact = Fraction(value) if isinstance(value, str) else Fraction(value)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError):
+            raise ValueError(f"alphas[{i}] = {a!r} is not a finite number") from None
+        if exact < 0:
+            raise ValueError(f"alphas[{i}] = {value!r} is negative: alpha starts at 0")
+        if out and not exact > out[-1][1]:
+            raise ValueError(f"alphas must be strictly increasing: alphas[{i}] = {value!r} "
+                             f"follows alphas[{i - 1}] = {out[-1][0]!r}")
+        out.append((value, exact))
+    return out
+
+
+def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, progress,
+                         matrix_rhs, short_scalars, integrator, monitor) -> Trajectory:
     started = time.perf_counter()
     K, M = problem.key.K, problem.key.M
     # atol only matters for components passing through zero; scale-free states set rtol.
@@ -127,7 +184,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
                                     load(problem.key, "taylor"),
                                     [_exact_alpha(a) for a in alphas], to_arb_mat(y0),
                                     tol=rtol, jet_dps=short_dps(rtol, ctx.dps),
-                                    progress=progress, stats=stats)
+                                    progress=progress, stats=stats, monitor=monitor)
             states = [from_arb_mat(s) for s in flat]
             eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
             stats["wall_s"] = time.perf_counter() - started
@@ -137,7 +194,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         try:
             flat = integrate(fun, [_exact_alpha(a) for a in alphas], start, ctx=ctx,
                              rtol=rtol, atol=atol, progress=progress, stats=stats,
-                             scalar_dps=short)
+                             scalar_dps=short, monitor=monitor)
         except IntegrationError as exc:
             if basis == "levels" and arithmetic == "float64":
                 raise PrecisionLost(f"float64 in the level basis broke down at L = {problem.L} "
@@ -205,7 +262,7 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
 
 def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
                start_dps: int | None = None, max_rounds: int = 5, progress=None,
-               integrator: str = "auto", concurrent: bool | None = None):
+               integrator: str = "auto", concurrent: bool | None = None, monitor=None):
     """Raise precision until two runs agree on ε_g to ``digits`` significant digits
     (``precision.settle``).
 
@@ -221,10 +278,17 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
         integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
     rtol = default_rtol(digits, integrator)
 
+    last = alphas[-1]
+    last = float(Fraction(last)) if isinstance(last, str) else float(last)
+
     def run(dps, tighter, progress=progress):
-        return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                                 rtol=rtol / 100 ** int(tighter), progress=progress,
-                                 integrator=integrator)
+        r = rtol / 100 ** int(tighter)
+        label = (f"run 1/2 at {dps} digits, rtol {r:.0e}" if not tighter else
+                 f"run 2/2 (check) at {dps} digits, rtol {r:.0e}")
+        with phase(progress, label, last) as tick:
+            return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                     dps=dps, rtol=r, progress=tick, integrator=integrator,
+                                     monitor=monitor)
 
     # the first run of a pair in a child process when two CPUs are free (precision.settle);
     # the progress bar follows the checking run, which this process computes

@@ -39,6 +39,10 @@ class PrecisionLost(RuntimeError):
 class Plan:
     """How one solve runs.
 
+    faster: a route tried before this one when the problem allows it — the modes basis's
+    stiff float64 solver (``hierarchy.modes_fast``, RODAS4; needs a modes-basis initial
+    condition), checked like "tighter"; when its pair disagrees, this plan runs.
+
     verify: "fixed" (a run at a fixed dps, verified by a second run or refused:
     ``hierarchy.verify.run_fixed_dps``), "float64" (a float64 modes run screened the same way:
     ``verify_float64``), "none" (one unverified run), "modes" (a float64 level run checked against the
@@ -48,11 +52,16 @@ class Plan:
     """
 
     arithmetic: str            # "float64" | "flint"
-    integrator: str            # "rk78" (the choice point of choose_integrator)
+    integrator: str            # "rk78" | "taylor" | "rodas4" (choose_integrator; rodas4: faster)
     dps: int | None
     rtol: float
     verify: str
     fallback: "Plan | None" = None
+    faster: "Plan | None" = None   # tried first where the problem allows it (modes_fast)
+
+    def route(self, basis: str) -> str:
+        """The route's name for ``meta.route``: basis/arithmetic/integrator/verification."""
+        return f"{basis}/{self.arithmetic}/{self.integrator}/{self.verify}"
 
 
 # Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb.  Measured
@@ -69,12 +78,54 @@ def choose_integrator(basis: str, arithmetic: str, digits: int, L: int) -> str:
     return "rk78"
 
 
+# ``dps = "float64"``: the RK7(8) runs at rtol 10^-(digits+5) and is checked at 100x tighter
+# (floor 1e-16); float64 carries ~16 significant digits, so beyond 11 digits the step size
+# underflows instead of the request being answered.
+FLOAT64_FIXED_MAX_DIGITS = 11
+
+
+def check_request(basis: str, dps, digits: int) -> None:
+    """Refuse, before any work, a request the chosen arithmetic cannot meet (ValueError)."""
+    if dps == "float64" and digits > FLOAT64_FIXED_MAX_DIGITS:
+        raise ValueError(f"[solve] digits = {digits} with dps = \"float64\": float64 cannot give "
+                         f"{digits} digits of eps_g (at most {FLOAT64_FIXED_MAX_DIGITS}: it carries "
+                         f"about 16 significant digits and the integration tolerance must stay "
+                         f"above its rounding); use dps = \"auto\" or an integer dps")
+
+
+# The stiff modes solver (RODAS4, order 4): its relative error on ε_g is about its rtol where
+# ε_g stays O(1e-3) (bench_modes_fast: 2e-8 at rtol 1e-8), so the first run of the pair gets one
+# digit of margin.  Where ε_g falls far below the O(1) order parameters float64 rounding caps
+# its digits: erf K = M = 3, L = 32, β = 0.5, η = 0.5, α ≤ 5000 ends at ε_g = 6.6e-7, RODAS4 at
+# rtol 1e-12 carries 9.7 digits against an RK7(8) reference, and neither float64 pair verified
+# 9 digits, so the policy went on to arbitrary precision (BENCHMARKS.md, "Policy routes").
+FAST_EXTRA_DIGITS = 1
+
+# The fast route is tried first only where the modes are stiff, η λ_1 >= FAST_MIN_STIFFNESS (the
+# explicit RK7(8)'s step is bound by ~1/(η λ_1)).  Measured: erf K = M = 2, L = 4, η = 0.5
+# (η λ_1 = 1.4), α ≤ 300: RK7(8) at rtol 1e-13 2.3 s, RODAS4 at 1e-10 19 s; erf K = M = 3,
+# L = 32, β = 0.5, η = 0.5 (η λ_1 ≈ 7), α ≤ 5000: RK7(8) at 1e-14 302 s, RODAS4 at 1e-12 410 s
+# (loaded machine), but at 8 digits the RODAS4 pair (1e-9, 1e-11) took 47 CPU s against 55 for
+# one RK7(8) run at 1e-14 (the RK7(8) pair runs at 1e-13 and 1e-15 for any digits <= 9);
+# K = M = 2, L = 1024, η = 0.1 (η λ_1 ≈ 62): RODAS4 13x faster (bench_modes_fast).  The
+# threshold sits between the clear loss (1.4) and the first win (7).
+FAST_MIN_STIFFNESS = 5.0
+
+
+def fast_rtol(digits: int) -> float:
+    """Tolerance of the first run of the modes fast route (its check runs 100x tighter)."""
+    return 10.0 ** -(digits + FAST_EXTRA_DIGITS)
+
+
 def plan(basis: str, dps, digits: int, L: int) -> Plan:
     """The precision policy of ``[solve] dps``:
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
       agree on ``digits`` significant digits of ε_g; modes basis -> float64 when ``digits`` <=
-      FLOAT64_MAX_DIGITS (checked by a 100x tighter second run), arbitrary precision otherwise.
+      FLOAT64_MAX_DIGITS: first the stiff RODAS4 solver (``faster``, tried where η λ_1 >=
+      FAST_MIN_STIFFNESS and the initial condition is given by modes), then the RK7(8), each
+      checked by a 100x tighter second run; arbitrary precision otherwise or when neither pair
+      agrees.
     * an integer: one arbitrary-precision run at that many digits.
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
@@ -89,7 +140,9 @@ def plan(basis: str, dps, digits: int, L: int) -> Plan:
         settle_plan = Plan("flint", pick("flint"), estimated_dps(L, digits, basis),
                            default_rtol(digits, pick("flint")), "settle")
         if basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
-            return Plan("float64", pick("float64"), None, FLOAT64_RTOL, "tighter", settle_plan)
+            fast = Plan("float64", "rodas4", None, fast_rtol(digits), "tighter")
+            return Plan("float64", pick("float64"), None, FLOAT64_RTOL, "tighter", settle_plan,
+                        faster=fast)
         return settle_plan
     return Plan("flint", pick("flint"), int(dps), default_rtol(digits, pick("flint")), "fixed")
 

@@ -18,8 +18,10 @@ precision loss too, refused without the second run.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
-from solvers.hierarchy import precision
+from solvers.core.progress import phase
+from solvers.hierarchy import precision, stability
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels,
                                     default_rtol, estimated_dps, integrate_problem, solve_auto)
 from solvers.integrators.rk78 import IntegrationError
@@ -57,15 +59,18 @@ def check_sign(traj, problem, dps, digits, basis):
 def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progress=None,
                   arithmetic: str = "flint", integrator: str = "rk78"):
     rtol = default_rtol(digits, integrator)
+    last = _last(alphas)
     try:
-        first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic, dps=dps,
-                                  rtol=rtol, progress=progress, integrator=integrator)
+        with phase(progress, f"run 1/2 at {dps} digits, rtol {rtol:.0e}", last) as tick:
+            first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                      dps=dps, rtol=rtol, progress=tick, integrator=integrator)
     except IntegrationError as exc:
         raise _lost(problem, dps, digits, basis, None,
                     f"the integration broke down ({' '.join(str(exc).split())}), the signature "
                     f"of digits lost to cancellation") from None
     check_sign(first, problem, dps, digits, basis)
-    ref = _float64_modes_reference(problem, alphas)
+    with phase(progress, "check: modes basis, float64 at two tolerances", last) as tick:
+        ref = _float64_modes_reference(problem, alphas, tick)
     if ref is not None:
         modes, ref_digits = ref
         agree = agreement_digits(first.eps_g, modes.eps_g)
@@ -80,8 +85,11 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
             return first
     dps2 = precision.checking_dps(dps)
     try:
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                   dps=dps2, rtol=rtol / 100, integrator=integrator)
+        with phase(progress, f"run 2/2 (check) at {dps2} digits, rtol {rtol / 100:.0e}",
+                   last) as tick:
+            second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                       dps=dps2, rtol=rtol / 100, integrator=integrator,
+                                       progress=tick)
     except IntegrationError:
         raise _lost(problem, dps, digits, basis, None,
                     f"the check at dps = {dps2} broke down") from None
@@ -94,22 +102,26 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
     return first
 
 
-def _float64_modes_reference(problem, alphas):
+def _float64_modes_reference(problem, alphas, progress=None):
     """The modes basis in float64 at two tolerances: (the finer run, digits they agree on), or
     None when float64 cannot run it.  Cheap (no closure, no arbitrary precision) and independent
     of the level basis's cancellation, so it screens a fixed-dps level run first."""
     try:
         a = integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-13)
-        b = integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-15)
+        b = integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-15,
+                              progress=progress)
     except (IntegrationError, PrecisionLost, ValueError, OverflowError, ZeroDivisionError):
         return None
     return b, min(agreement_digits(a.eps_g, b.eps_g), 15.0)
 
 
-def verify_float64(first, problem, alphas, *, basis: str, digits: int):
+def verify_float64(first, problem, alphas, *, basis: str, digits: int, progress=None):
     """A float64 run checked by a second one at a 100x tighter tolerance (floor 1e-16)."""
     rtol = max(default_rtol(digits) / 100, 1e-16)
-    second = integrate_problem(problem, alphas, basis=basis, arithmetic="float64", rtol=rtol)
+    with phase(progress, f"check: RK7(8) float64, rtol {rtol:.0e}",
+               float(first.alpha[-1])) as tick:
+        second = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
+                                   rtol=rtol, progress=tick)
     agree = agreement_digits(first.eps_g, second.eps_g)
     if agree < digits:
         raise PrecisionLost(f"dps = \"float64\" verified only {max(agree, 0):.1f} of the {digits} "
@@ -122,34 +134,140 @@ def verify_float64(first, problem, alphas, *, basis: str, digits: int):
 # -- running a plan of the policy (solvers.hierarchy.precision) and verifying its result ------
 
 def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
-    """The trajectory at ``alphas`` (starting at 0) under ``precision.plan``."""
-    return _execute(precision.plan(basis, dps, digits, problem.L), problem, alphas,
-                    basis=basis, digits=digits, progress=progress)
+    """The trajectory at ``alphas`` under ``precision.plan``; ``stats["route"]`` names the
+    route that produced it (``basis/arithmetic/integrator/verification``).
+
+    Before any run: the request is checked (``precision.check_request``) and a learning rate
+    above the known stability bound is refused (``stability.check_eta``).  Modes-basis runs
+    are watched (``stability.Watch``): a state leaving the realisable set stops the run.
+    ``progress``: None, a :class:`solvers.core.progress.Progress` (one labelled phase per run)
+    or a callable ``tick(alpha)``.
+    """
+    precision.check_request(basis, dps, digits)
+    stability.check_eta(problem)
+    p = precision.plan(basis, dps, digits, problem.L)
+    tried = []
+    if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
+        traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,
+                        progress=progress, fallback=False)
+        if traj is not None:
+            traj.stats["route"] = p.faster.route(basis)
+            return traj
+        tried.append(p.faster.route(basis))
+    traj = _execute(p, problem, alphas, basis=basis, digits=digits, progress=progress)
+    traj.stats["route"] = traj.stats.get("route") or p.route(basis)
+    if tried:
+        traj.stats["routes_tried"] = tried + traj.stats.get("routes_tried", [])
+    return traj
 
 
-def _execute(p, problem, alphas, *, basis, digits, progress):
+def _fast_route_applies(p, problem, basis) -> bool:
+    """The stiff solver first: modes basis, a modes initial condition, and stiff modes
+    (η λ_1 >= precision.FAST_MIN_STIFFNESS; below, the explicit RK7(8) is faster)."""
+    if not (basis == "modes" and p.integrator == "rodas4" and problem.init.basis == "modes"):
+        return False
+    lam1 = max(float(v) for v in problem.spectrum.eigenvalues)
+    return float(Fraction(problem.eta)) * lam1 >= precision.FAST_MIN_STIFFNESS
+
+
+def _watch(problem, basis):
+    return stability.Watch(problem) if basis == "modes" else None
+
+
+def _run(p, problem, alphas, *, basis, rtol, progress, label):
+    """One run of plan ``p`` at ``rtol``, shown as the progress phase ``label``."""
+    with phase(progress, label, _last(alphas)) as tick:
+        if p.integrator == "rodas4":
+            from solvers.hierarchy.modes_fast import solve_modes_fast
+            return solve_modes_fast(problem, alphas, rtol=rtol, progress=tick,
+                                    monitor=_watch(problem, basis))
+        return integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                 dps=p.dps, rtol=rtol, progress=tick, integrator=p.integrator,
+                                 monitor=_watch(problem, basis))
+
+
+def _last(alphas) -> float:
+    a = list(alphas)[-1]
+    return float(a) if not isinstance(a, str) else float(Fraction(a))
+
+
+def _name(p) -> str:
+    return {"rodas4": "modes RODAS4", "rk78": "RK7(8)", "taylor": "Taylor"}.get(
+        p.integrator, p.integrator) + (" float64" if p.arithmetic == "float64" else "")
+
+
+def _tighter_pair(p, problem, alphas, *, basis, progress):
+    """(ε_g of the run at p.rtol, the run at p.rtol/100): concurrently when two CPUs are free
+    (the first in a forked child, as in ``precision.settle``), else one after the other."""
+    from solvers.core.numbers import to_mpf
+    from solvers.hierarchy import background
+    r1, r2 = p.rtol, p.rtol / 100
+    job = None
+    if background.concurrent_allowed():
+        try:
+            job = background.Background(
+                lambda: [to_mpf(v) for v in _run(p, problem, alphas, basis=basis, rtol=r1,
+                                                 progress=None, label="").eps_g],
+                expected=(IntegrationError,))
+        except OSError:                         # no fork: serial
+            job = None
+    if job is None:
+        try:
+            first = _run(p, problem, alphas, basis=basis, rtol=r1, progress=progress,
+                         label=f"run 1/2: {_name(p)}, rtol {r1:.0e}").eps_g
+        except IntegrationError:
+            first = None
+        second = _run(p, problem, alphas, basis=basis, rtol=r2, progress=progress,
+                      label=f"run 2/2 (check): {_name(p)}, rtol {r2:.0e}")
+        return first, second, False
+    with job:
+        second = _run(p, problem, alphas, basis=basis, rtol=r2, progress=progress,
+                      label=f"run 2/2 (check, run 1/2 alongside in a second process): "
+                            f"{_name(p)}, rtol {r2:.0e}")
+        return job.result(), second, True
+
+
+def _execute(p, problem, alphas, *, basis, digits, progress, fallback=True):
     if p.verify == "settle":
-        return solve_auto(problem, alphas, basis=basis, digits=digits, arithmetic=p.arithmetic,
-                          start_dps=p.dps, progress=progress, integrator=p.integrator)
+        traj = solve_auto(problem, alphas, basis=basis, digits=digits, arithmetic=p.arithmetic,
+                          start_dps=p.dps, progress=progress, integrator=p.integrator,
+                          monitor=_watch(problem, basis))
+        traj.stats["route"] = p.route(basis)
+        return traj
     if p.verify == "fixed":
         # a fixed dps is verified like "auto" (a second run), or refused
         return run_fixed_dps(problem, alphas, basis=basis, dps=p.dps, digits=digits,
                              progress=progress, integrator=p.integrator)
-    traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic, dps=p.dps,
-                             rtol=p.rtol, progress=progress, integrator=p.integrator)
-    if p.verify == "float64":
-        return verify_float64(traj, problem, alphas, basis=basis, digits=digits)
-    if p.verify == "modes":
-        modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
-                                  rtol=p.rtol, integrator=p.integrator)
-        traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
-    elif p.verify == "tighter":
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
-                                   rtol=p.rtol / 100, integrator=p.integrator)
-        agree = agreement_digits(traj.eps_g, second.eps_g)
+    if p.verify == "tighter":
+        try:
+            first, second, together = _tighter_pair(p, problem, alphas, basis=basis,
+                                                    progress=progress)
+        except IntegrationError:
+            first, second, together = None, None, False
+        agree = (-math.inf if first is None or second is None
+                 else agreement_digits(first, second.eps_g))
         if agree < digits:
-            return _execute(p.fallback, problem, alphas, basis=basis, digits=digits,
+            if not fallback:
+                return None
+            traj = _execute(p.fallback, problem, alphas, basis=basis, digits=digits,
                             progress=progress)
+            traj.stats["routes_tried"] = [p.route(basis)] + traj.stats.get("routes_tried", [])
+            return traj
         second.stats["agreement_digits"] = agree
+        second.stats["concurrent_runs"] = together
+        second.stats["route"] = p.route(basis)
         return second
+    with phase(progress, f"{_name(p)}, rtol {p.rtol:.0e}", _last(alphas)) as tick:
+        traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                 dps=p.dps, rtol=p.rtol, progress=tick, integrator=p.integrator,
+                                 monitor=_watch(problem, basis))
+    if p.verify == "float64":
+        return verify_float64(traj, problem, alphas, basis=basis, digits=digits,
+                              progress=progress)
+    if p.verify == "modes":
+        with phase(progress, "check: modes basis, float64", _last(alphas)) as tick:
+            modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
+                                      rtol=p.rtol, integrator=p.integrator, progress=tick,
+                                      monitor=_watch(problem, "modes"))
+        traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
     return traj

@@ -270,7 +270,7 @@ def _initial_step(fun, t0, y0, f0, span, sp, rtol, atol) -> float:
 
 
 def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_000,
-              progress=None, stats=None, scalar_dps=None):
+              progress=None, stats=None, scalar_dps=None, monitor=None):
     """Integrate dy/dt = fun(t, y) from t_points[0] and return a list of states, one per t_point
     (the first is y0 itself). t_points: increasing sequence of numbers (int/float/Fraction/ctx numbers).
     Steps are clipped so that every output time is hit exactly (no interpolation).
@@ -279,7 +279,8 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
     1e-308).  The scaled error ``err_i / (atol + rtol * max(|y_i|, |y_new_i|))`` is formed in
     the number type and only then converted to float, so huge or tiny states are safe.
     h0: first trial step (default: automatic).  max_steps: bound on attempted steps
-    (accepted + rejected).  progress: ``progress(t)`` after each accepted step, t a float.
+    (accepted + rejected).  progress: ``progress(t)`` after each accepted step, t a float;
+    monitor: ``monitor(t, y)`` after each accepted step (it may raise to stop the run).
     stats: if a dict, receives ``n_steps`` (accepted), ``n_rejected`` and ``n_fevals``.
     y0 may be a numpy array (float64 or object) or a python-flint ``arb_mat`` (then ``fun``
     returns arb_mat too); scalar_dps: see ``_ArbMatSpace`` (arb_mat states only).
@@ -372,6 +373,8 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 if not (h_try < h and factor >= 1 and h > h_new):
                     h = h_new
                 just_rejected = False
+                if monitor is not None:
+                    monitor(t, y)
                 if progress is not None:
                     progress(ctx.to_float(t))     # a plain float, never an arb ball or mpf
             else:

@@ -141,8 +141,11 @@ def _mid_mat(Y):
 
 
 def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int | None = None,
-                     max_steps: int = 10_000_000, progress=None, stats=None):
+                     max_steps: int = 10_000_000, progress=None, stats=None, monitor=None):
     """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start).
+
+    progress: ``progress(t)`` after every step; monitor: ``monitor(t, Y)`` after every step
+    (it may raise to stop the run).
 
     A breakdown (the step size collapsing: the signature of digits lost to cancellation, e.g.
     at too low a dps) raises IntegrationError, which the CLI reports in one line.
@@ -201,6 +204,8 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
         Y = at(h_frac)
         t = t_new
         n_steps += 1
+        if monitor is not None:
+            monitor(t, Y)
         if progress is not None:
             progress(float(t))
     if stats is not None:

@@ -479,9 +479,8 @@ def _thread_time():
 
 
 def _progress_bar(enabled, total):
-    from tqdm.auto import tqdm
-    return tqdm(total=int(total), disable=not enabled, unit="step", unit_scale=True,
-                desc="SGD", leave=False)
+    from solvers.core.progress import bar
+    return bar(int(total), "SGD", unit="step", enabled=bool(enabled))
 
 
 def _load_average() -> float:
@@ -801,15 +800,20 @@ def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
     threads = kwargs.pop("threads", 1)   # per seed: the parallelism is over seeds
     # Validate once here so that bad input fails fast, with the message of simulate itself.
     _validate(seed=seeds[0], **kwargs)
-    from tqdm.auto import tqdm
+    from solvers.core.progress import bar
 
     kwargs["threads"] = threads
-    if n_jobs == 1:
-        return [simulate(seed=s, **kwargs) for s in tqdm(seeds, disable=not progress)]
-    results = [None] * len(seeds)
-    with ThreadPoolExecutor(max_workers=n_jobs) as pool:
-        futures = {pool.submit(simulate, seed=s, **kwargs): k for k, s in enumerate(seeds)}
-        for fut in tqdm(as_completed(futures), total=len(futures), disable=not progress,
-                        desc="seeds"):
-            results[futures[fut]] = fut.result()
+    with bar(len(seeds), "SGD", unit="seed", label="seeds", enabled=progress) as shown:
+        if n_jobs == 1:
+            results = []
+            for s in seeds:
+                results.append(simulate(seed=s, **kwargs))
+                shown.update(1)
+            return results
+        results = [None] * len(seeds)
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            futures = {pool.submit(simulate, seed=s, **kwargs): k for k, s in enumerate(seeds)}
+            for fut in as_completed(futures):
+                results[futures[fut]] = fut.result()
+                shown.update(1)
     return results

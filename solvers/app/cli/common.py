@@ -1,9 +1,11 @@
-"""Pieces every subcommand shares: the one error type, JSON output, progress bars."""
+"""Pieces every subcommand shares: the one error type, JSON output, output checks, progress."""
 from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -11,18 +13,63 @@ class CliError(Exception):
     pass
 
 
-def progress_bar(total: float, desc: str):
-    """A tqdm bar over α and the callback that advances it to a given α."""
-    from tqdm import tqdm
-    bar = tqdm(total=total, desc=desc, unit="α", disable=None, leave=False)
-    state = {"t": 0.0}
+def progress_bar(total: float, desc: str, label: str = ""):
+    """A one-phase display over α (solvers.core.progress) and the callback that advances it to
+    a given α: ``bar.close()`` when done.  Commands with several runs pass a
+    :class:`solvers.core.progress.Progress` instead (see ``cmd_solve``)."""
+    from solvers.core.progress import Progress
+    bar = Progress(desc).phase(label, total)
+    return bar, bar
 
-    def tick(t):
-        t = float(t)
-        if t > state["t"]:
-            bar.update(t - state["t"])
-            state["t"] = t
-    return bar, tick
+
+def check_writable_file(path, option: str = "-o") -> None:
+    """Refuse, before any work, an output file that cannot be written (CliError, one line):
+    its directory must exist and take a new file, and the path must not be a directory."""
+    p = Path(path)
+    if p.is_dir():
+        raise CliError(f"{option} {path}: is a directory, not a file")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliError(f"{option} {path}: the directory {parent} does not exist")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise CliError(f"{option} {path}: the file exists and is not writable")
+    _probe_directory(parent, f"{option} {path}")
+
+
+def check_writable_dir(path, option: str = "--out") -> None:
+    """Refuse an output directory that is a file or cannot be created / written (CliError)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise CliError(f"{option} {path}: exists and is not a directory")
+    base = p
+    while not base.exists():            # the first existing ancestor must take new entries
+        if base.parent == base:
+            break
+        base = base.parent
+    if not base.is_dir():
+        raise CliError(f"{option} {path}: {base} is not a directory")
+    _probe_directory(base, f"{option} {path}")
+
+
+def _probe_directory(directory: Path, what: str) -> None:
+    # os.access answers for the real uid and ignores read-only mounts; creating a file is the
+    # test that cannot be wrong
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".scaling-odes-probe-"):
+            pass
+    except OSError as exc:
+        raise CliError(f"{what}: cannot write to {directory} "
+                       f"({exc.strerror or type(exc).__name__})") from None
+
+
+def check_outputs(args) -> None:
+    """Every subcommand's output paths, checked before it computes anything."""
+    out = getattr(args, "output", None)
+    if out:
+        check_writable_file(out, "-o")
+    directory = getattr(args, "out", None)
+    if isinstance(directory, (str, os.PathLike)) and directory:
+        check_writable_dir(directory, "--out")
 
 
 def emit(result: dict, args) -> None:

@@ -17,19 +17,16 @@ from solvers.app.cli import linear as cli_linear
 from solvers.app.cli import onestep as cli_onestep
 from solvers.app.cli import plateau as cli_plateau
 from solvers.app.cli import simulate as cli_simulate
-from solvers.app.cli.common import CliError, emit, progress_bar
+from solvers.app.cli.common import CliError, check_outputs, emit
 
 
 def cmd_solve(args) -> int:
     from solvers.app.solve import solve_spec
     from solvers.app.spec import load_spec
+    from solvers.core.progress import Progress
     spec = load_spec(args.spec)
-    grid = spec.solve.alpha_grid()
-    bar, tick = progress_bar(grid[-1], "solve")
-    try:
-        result = solve_spec(spec, progress=tick)
-    finally:
-        bar.close()
+    # one labelled phase per run of the policy ("run 1/2: modes RODAS4 float64, rtol 1e-10")
+    result = solve_spec(spec, progress=Progress("solve"))
     emit(result, args)
     return 0
 
@@ -107,6 +104,7 @@ def main(argv=None) -> int:
         # warnings are collected, not printed: a failure is one line; a success mentions them
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            check_outputs(args)              # an unwritable -o / --out fails before any work
             code = args.func(args)
         if caught:
             first = " ".join(str(caught[0].message).split())[:200]

@@ -29,7 +29,6 @@ With several seeds, ``ensemble`` adds eps_g_mean, eps_g_std and the per-seed run
 """
 from __future__ import annotations
 
-import sys
 import time
 from decimal import Decimal
 
@@ -111,7 +110,9 @@ def simulate_spec(spec, progress: bool = False) -> dict:
 def cmd_simulate(args) -> int:
     from solvers.app.cli.common import emit
     spec = load_spec(args.spec, extra_sections=("simulate", "sweep"), sizing=None)
-    progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    # on by default: a bar in a terminal, plain lines (one per ~10 %) in a log
+    # (solvers.core.progress); several seeds show one display labelled "seeds"
+    progress = args.progress if args.progress is not None else True
     emit(simulate_spec(spec, progress=progress), args)
     return 0
 
@@ -129,7 +130,7 @@ def register(sub) -> None:
     s = spec_command(sub, "simulate", cmd_simulate, "finite-N online SGD for a spec (simulation)",
                      "SPEC.toml (same schema as solve, plus an optional [simulate])")
     s.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress bar (default: when stderr is a terminal)")
+                   help="show progress (default; a bar in a terminal, plain lines in a log)")
     s.add_argument("--no-progress", dest="progress", action="store_false")
     w = sub.add_parser("sweep", help="a resumable grid of simulations and/or ODE solves")
     w.add_argument("sweep", help="SWEEP.toml (a spec plus a [sweep] section)")

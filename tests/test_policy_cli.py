@@ -1,0 +1,79 @@
+"""Failures before work: an unwritable output path, a precision float64 cannot give."""
+import time
+
+import pytest
+
+from cli_support import LINEAR_L16, erf_spec, run_cli, write_spec
+
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
+
+SPEC = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis='"modes"', dps='"auto"',
+                digits=6)
+
+
+def _nowhere(tmp_path):
+    return tmp_path / "no" / "such" / "dir" / "out.json"
+
+
+@pytest.mark.parametrize("argv", [["solve", "{spec}"], ["simulate", "{spec}", "--no-progress"],
+                                  ["plateau", "{spec}"], ["asymptotic", "{spec}"],
+                                  ["linear", "curve", "{lin}"]])
+def test_an_unwritable_output_fails_before_any_work(tmp_path, capsys, monkeypatch, argv):
+    spec = write_spec(tmp_path, SPEC)
+    lin = write_spec(tmp_path, LINEAR_L16 + "[training]\neta = 0.1\n[solve]\nalpha_max = 100\n",
+                     "lin.toml")
+    args = [a.format(spec=spec, lin=lin) for a in argv]
+    # nothing may be computed: the integrators and the simulator would raise if reached
+    import solvers.hierarchy.odes as odes
+    import solvers.sim.simulate as sim
+
+    def forbidden(*a, **k):
+        raise AssertionError("work started before the output path was checked")
+    monkeypatch.setattr(odes, "integrate_problem", forbidden)
+    monkeypatch.setattr(sim, "simulate", forbidden)
+    started = time.perf_counter()
+    code, out, err = run_cli(args + ["-o", _nowhere(tmp_path)], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "", err
+    assert len(lines) == 1 and "does not exist" in lines[0] and "-o" in lines[0], err
+    assert time.perf_counter() - started < 5
+
+
+def test_an_output_that_is_a_directory_or_read_only_is_refused(tmp_path, capsys):
+    spec = write_spec(tmp_path, SPEC)
+    code, _, err = run_cli(["solve", spec, "-o", tmp_path], capsys)
+    assert code == 2 and "is a directory" in err
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        import os
+        if os.access(ro, os.W_OK) and os.geteuid() == 0:
+            # root writes anyway: the probe file is created, so the output is writable
+            code, _, err = run_cli(["solve", spec, "-o", ro / "out.json"], capsys)
+            assert code == 0, err
+        else:
+            code, _, err = run_cli(["solve", spec, "-o", ro / "out.json"], capsys)
+            assert code == 2 and "cannot write" in err
+    finally:
+        ro.chmod(0o700)
+
+
+def test_demo_out_that_is_a_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    code, _, err = run_cli(["demo", "--out", f], capsys)
+    assert code == 2 and "not a directory" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("basis", ["modes", "levels"])
+def test_float64_cannot_give_20_digits(tmp_path, capsys, monkeypatch, basis):
+    import solvers.hierarchy.odes as odes
+    monkeypatch.setattr(odes, "integrate_problem",
+                        lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    text = erf_spec(eta=0.1, sigma_J=0.01, seed=1, alpha_max=200, basis=f'"{basis}"',
+                    dps='"float64"', digits=20)
+    code, out, err = run_cli(["solve", write_spec(tmp_path, text), "--json"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and out == ""
+    assert len(lines) == 1 and "float64 cannot give 20 digits" in lines[0], err
