@@ -64,17 +64,19 @@ CORRECTION_TABLE = np.array([
     (10.0, 0.262973), (30.0, 0.211467)])
 
 
-def measure_correction(r: float, q_points=Q_POINTS) -> float:
-    """c(r) for cubic σ from the GLM quadrature (v = √r, s = 1; depends on r only)."""
-    v = math.sqrt(r)
-    p0 = glm.psi_out(0.0, v, 1.0)
-    g0 = float(glm.psi_out_gaussian(0.0, v, 1.0))
+def measure_correction(r: float, q_points=Q_POINTS, s: float = 1.0, act=glm.cubic,
+                       g=lambda x: x ** 3) -> float:
+    """c(r) from the GLM quadrature, v = √(r s) (the default cubic σ with g = x³; ``act``/``g``
+    another pair, e.g. the linear channel, where c = 0)."""
+    v = math.sqrt(r * s)
+    p0 = glm.psi_out(0.0, v, s, act)
+    g0 = float(glm.psi_out_gaussian(0.0, v, s, g))
     err = 0.0
     for q in q_points:
-        d_true = glm.psi_out(q, v, 1.0) - p0
-        d_gauss = float(glm.psi_out_gaussian(q, v, 1.0)) - g0
+        d_true = glm.psi_out(q, v, s, act) - p0
+        d_gauss = float(glm.psi_out_gaussian(q, v, s, g)) - g0
         err = max(err, abs(d_true - d_gauss))
-    top = float(glm.psi_out_gaussian(max(q_points), v, 1.0)) - g0
+    top = float(glm.psi_out_gaussian(max(q_points), v, s, g)) - g0
     return err / top
 
 
