@@ -39,10 +39,15 @@ Example
 -------
 >>> from solvers.theory.bayes import Setup, transitions
 >>> from solvers.theory.bayes.regime import readout_regime
->>> st = Setup(activation="cubic", d=200, gamma=1, Delta=0.1, beta=1.0)
->>> rep = readout_regime(st, transitions(st, features=[1, 20]))
+>>> st = Setup(activation="cubic", d=60, readouts=[1.0, 1e-3], Delta=0.5, beta=None)
+>>> rep = readout_regime(st, transitions(st, features=[1, 2]))
 >>> [f["in_gaussian_regime"] for f in rep["features"]]
 [False, True]
+>>> len(rep["warnings"])
+1
+
+For the hierarchy β = 1, d = k = 200, Δ = 0.1, features 1–30 or so are outside (feature 20 has
+r = 0.010, c = 0.019 at its switch; feature 40 r = 0.0031, c = 0.0058).
 """
 from __future__ import annotations
 
