@@ -85,3 +85,16 @@ def test_flat_small_readouts_are_in():
     st = Setup(activation="cubic", d=20, readouts=[1.0] * 10, Delta=0.5, beta=None)
     rep = R.readout_regime(st, curve(st, alpha=[0.7, 1.5]))
     assert all(p["outside"] == list(range(1, 11)) for p in rep["points"])
+
+
+def test_compact_detail_lists_only_features_outside():
+    st = Setup(activation="cubic", d=300, gamma=1, Delta=0.1, beta=1.0)
+    res = curve(st, n_over_d=[3.0, 30.0])
+    full = R.readout_regime(st, res)
+    small = R.readout_regime(st, res, detail="outside")
+    for a, b in zip(full["points"], small["points"]):
+        assert b["outside"] == a["outside"] and len(b["ratio"]) == len(a["outside"])
+        assert b["ratio"] == [a["ratio"][i - 1] for i in a["outside"]]
+        assert not any(b["in_gaussian_regime"])
+    assert small["warnings"] == full["warnings"]
+    assert set(small["v2"]) == {str(i) for p in full["points"] for i in p["outside"]}

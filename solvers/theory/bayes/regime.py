@@ -117,7 +117,8 @@ def _v2_caller_order(problem) -> np.ndarray:
     return v2
 
 
-def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
+def readout_regime(setup, result: dict, threshold: float = THRESHOLD,
+                   detail: str = "all") -> dict:
     """Which reported features lie in the regime where the Gaussian-channel fixed point holds.
 
     Parameters
@@ -129,6 +130,10 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
         :func:`~solvers.theory.bayes.curve` (has ``"eps_bo"``).
     threshold : float
         A unit is in the Gaussian regime when its measured correction c(r) is below this.
+    detail : {"all", "outside"}
+        For a curve: per-feature lists for every feature ("all"), or only for the features
+        outside the regime at that point ("outside": compact for large k; the lists then follow
+        the order of ``outside``).
 
     Returns
     -------
@@ -142,7 +147,8 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
         - for a curve: ``points``, one dict per n/d with ``n_over_d``, ``delta_plus_eps`` and
           per-feature lists ``ratio``, ``correction_estimate``, ``in_gaussian_regime``, plus
           ``outside`` (1-based features outside the regime) and ``eps_share_outside`` (the part
-          of ε carried by them); and ``v2`` (per feature, normalised).
+          of ε carried by them); and ``v2`` (per feature, normalised; with detail = "outside" a
+          map feature → v² over the features outside at some point).
     """
     p = setup.problem
     act, Delta = setup.act, float(setup.Delta)
@@ -176,6 +182,8 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
         return out
     if "eps_bo" not in result:
         raise ValueError("result: expected the output of curve() or transitions()")
+    if detail not in ("all", "outside"):
+        raise ValueError(f"detail = {detail!r} must be 'all' or 'outside'")
     pts, prev_q, switched = [], None, []
     flagged = set()
     for s, eps, q in zip(result["n_over_d"], result["eps_bo"], result["q"]):
@@ -183,10 +191,11 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
         u = unit_channels(act, v2, q, float(eps), Delta, threshold)
         outside = np.nonzero(~u["in_gaussian_regime"])[0]
         share = float(np.sum(v2[outside] * act.gap_np(1.0 - q[outside]))) / eps if eps > 0 else 0.0
+        sel = outside if detail == "outside" else slice(None)
         pts.append({"n_over_d": float(s), "delta_plus_eps": Delta + float(eps),
-                    "ratio": u["ratio"].tolist(),
-                    "correction_estimate": u["correction_estimate"].tolist(),
-                    "in_gaussian_regime": u["in_gaussian_regime"].tolist(),
+                    "ratio": u["ratio"][sel].tolist(),
+                    "correction_estimate": u["correction_estimate"][sel].tolist(),
+                    "in_gaussian_regime": u["in_gaussian_regime"][sel].tolist(),
                     "outside": (outside + 1).tolist(), "eps_share_outside": share})
         if prev_q is not None:
             moved = outside[(prev_q[outside] > 0) != (q[outside] > 0)]
@@ -212,5 +221,5 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD) -> dict:
                                   "n/d; their q_i (and their part of ε, eps_share_outside) are the "
                                   "system's values, not the posterior's")
     out["points"] = pts
-    out["v2"] = v2.tolist()
+    out["v2"] = v2.tolist() if detail == "all" else {str(i): float(v2[i - 1]) for i in sorted(flagged)}
     return out
