@@ -39,18 +39,19 @@ def fixed_point(d: int, gamma: float, Delta: float, alpha: float) -> dict:
             "n_stable": len(res["fixed_points"][0])}
 
 
-def run(d, gamma, Delta, alpha, instances, chains, warmup, samples, leapfrog, seed):
+def run(d, gamma, Delta, alpha, instances, chains, warmup, samples, leapfrog, seed,
+        which=("informed", "uninformed")):
     k = int(round(gamma * d))
     n_over_d = alpha * d
     t0 = time.perf_counter()
     m = S.measure(d, k, n_over_d, Delta, 0.0, instances=instances, chains=chains,
-                  warmup=warmup, samples=samples, leapfrog=leapfrog, seed=seed)
+                  warmup=warmup, samples=samples, leapfrog=leapfrog, seed=seed, which=which)
     wall = time.perf_counter() - t0
     row = {"d": d, "k": k, "n": m["n"], "alpha": m["n"] / d ** 2, "Delta": Delta,
            "gamma": gamma, "wall_s": wall, "instances": instances, "chains": chains,
            "warmup": warmup, "samples": samples, "leapfrog": leapfrog}
     row["fixed_point"] = fixed_point(d, gamma, Delta, m["n"] / d ** 2)
-    for key in ("informed", "uninformed"):
+    for key in which:
         r = m[key]
         qinst = r["q_inst"].mean(axis=1)                       # average over the (equal) units
         qm = r["q_matched"].reshape(instances, chains, k).mean(axis=(1, 2))
@@ -58,7 +59,7 @@ def run(d, gamma, Delta, alpha, instances, chains, warmup, samples, leapfrog, se
         out = {}
         for name, x in (("q", qinst), ("q_matched", qm), ("pair", pinst),
                         ("gibbs_half", r["gibbs_inst"])):
-            mu, se = S.summary(x)
+            mu, se = S.summary(x) if len(x) > 1 else (x.mean(), float("nan"))
             out[name] = [float(mu), float(se)]
         out["accept"] = r["accept"]
         row[key] = out
@@ -72,6 +73,8 @@ def fmt(row):
              f"{fp['eps_bo']:.3f} (informed branch q {fp['q_informed']:.3f} ε "
              f"{fp['eps_informed']:.3f}; {fp['n_stable']} stable)"]
     for key in ("informed", "uninformed"):
+        if key not in row:
+            continue
         r = row[key]
         lines.append(f"   {key:10s} q {r['q'][0]:.3f}±{r['q'][1]:.3f} matched "
                      f"{r['q_matched'][0]:.3f}±{r['q_matched'][1]:.3f} pair "
@@ -93,6 +96,8 @@ def main():
     ap.add_argument("--leapfrog", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--which", nargs="+", default=["informed", "uninformed"],
+                    choices=["informed", "uninformed"])
     a = ap.parse_args()
     lam = 1.4557767406190114587
     print(f"α_c = λ_σ γ (Δ + g(1)) = {lam * a.gamma * (a.Delta + 1):.4f}")
@@ -100,7 +105,7 @@ def main():
     for d in a.d:
         for j, al in enumerate(a.alpha):
             row = run(d, a.gamma, a.Delta, al, a.instances, a.chains, a.warmup, a.samples,
-                      a.leapfrog, a.seed + 1000 * d + j)
+                      a.leapfrog, a.seed + 1000 * d + j, tuple(a.which))
             rows.append(row)
             print(fmt(row), flush=True)
             if a.out:
