@@ -218,8 +218,8 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD,
                  else ", ".join(map(str, f[:10])) + (" …" if len(f) > 10 else ""))
         word = "feature" if len(f) == 1 else "features"
         out["warnings"].insert(0, f"{word} {names}: outside the Gaussian-channel regime at some "
-                                  "n/d; their q_i (and their part of ε, eps_share_outside) are the "
-                                  "system's values, not the posterior's")
+                                  "n/d; q_i there (and that part of ε, eps_share_outside) is the "
+                                  "system's value, not the posterior's")
     out["points"] = pts
     out["v2"] = v2.tolist() if detail == "all" else {str(i): float(v2[i - 1]) for i in sorted(flagged)}
     return out
