@@ -23,14 +23,14 @@ the total information it carries (Q = {0.1, 0.3, 0.5, 0.7, 0.9, 0.99}, q_top = 0
 interpolated linearly in (ln r, ln c); below the smallest r it is extrapolated as c ∝ r, the
 measured small-r law (c = 1.846 r and 1.843 r at r = 0.005, 0.01: the unit's own non-Gaussian
 term is O(r²) against an O(r) gain); above the largest it is held at its last value.  A finer
-quadrature rule changes c by < 5e−4 at the points checked.  The numbers are for cubic σ; other activations
-with k⋆ ≥ 3 have a non-Gaussian output of the same kind and are reported with the same table,
-which the report says.
+quadrature rule changes c by < 5e−4 at the points checked.  The numbers are for cubic σ; other
+activations with k⋆ ≥ 3 have a non-Gaussian output of the same kind and are reported with the
+same table (an estimate there, which the report's ``measure`` line says).
 
 Threshold: a feature is in the Gaussian regime when c(r_i) < 1e−2 (one percent of the
 information of its channel misdescribed), i.e. r_i below ≈ 0.0054 by the table (c ≈ 1.85 r):
-a readout must be some 200 times weaker than the rest of the output.  c peaks at 0.31 (r ≈ 2).  A transition of
-a feature outside the regime is reported as a warning: it is the system's prediction, not the
+a readout must be some 200 times weaker than the rest of the output; c peaks at 0.31 (r ≈ 2).
+A transition of a feature outside the regime is reported as a warning: it is the system's prediction, not the
 posterior's (measured with HMC: k = 1, d = 80, n/d = 2, Gibbs/2 = 0.372 ± 0.035 against 0.360
 from the GLM formula and 0.100 from the fixed point; k = 20, d = 40, β = 1: q₂ = 0.31 ± 0.08
 where the fixed point has 0).
@@ -221,5 +221,6 @@ def readout_regime(setup, result: dict, threshold: float = THRESHOLD,
                                   "n/d; q_i there (and that part of ε, eps_share_outside) is the "
                                   "system's value, not the posterior's")
     out["points"] = pts
-    out["v2"] = v2.tolist() if detail == "all" else {str(i): float(v2[i - 1]) for i in sorted(flagged)}
+    out["v2"] = (v2.tolist() if detail == "all"
+                 else {str(i): float(v2[i - 1]) for i in sorted(flagged)})
     return out
