@@ -31,9 +31,9 @@ Threshold: a feature is in the Gaussian regime when c(r_i) < 1e−2 (one percent
 information of its channel misdescribed), i.e. r_i below ≈ 0.0054 by the table (c ≈ 1.85 r):
 a readout must be some 200 times weaker than the rest of the output; c peaks at 0.31 (r ≈ 2).
 A transition of a feature outside the regime is reported as a warning: it is the system's
-prediction, not the posterior's (measured with HMC: k = 1, d = 80, n/d = 2, Gibbs/2 = 0.372 ± 0.035 against 0.360
-from the GLM formula and 0.100 from the fixed point; k = 20, d = 40, β = 1: q₂ = 0.31 ± 0.08
-where the fixed point has 0).
+prediction, not the posterior's (measured with HMC: k = 1, d = 80, n/d = 2, Gibbs/2 =
+0.372 ± 0.035 against 0.360 from the GLM formula and 0.100 from the fixed point; k = 20, d = 40,
+β = 1: q₂ = 0.31 ± 0.08 where the fixed point has 0).
 
 Example
 -------
