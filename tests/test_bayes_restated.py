@@ -1,6 +1,6 @@
 """HMC against the fixed point where the theory claims to hold: flat readouts.
 
-The d ∈ {20, 40} run is `full` (748 s wall at load ≈ 5; passed); the default suite has a d = 10 version
+The d ∈ {20, 40} run is `full` (748 s wall at load ≈ 5; passed); the default suite has a
 (≈ 5 s CPU) with the same checks at α = 1.5 only.
 
 v_i² = 1/k, k = d/2, n = αd², Δ = 0.5, σ = He₃/√6, around the collective transition
