@@ -1,7 +1,7 @@
 """HMC against the fixed point where the theory claims to hold: flat readouts.
 
 The d ∈ {20, 40} run is `full` (748 s wall at load ≈ 5; passed); the default suite has a
-(≈ 5 s CPU) with the same checks at α = 1.5 only.
+d = 10 version (≈ 5 s CPU) with the same checks at α = 1.5 only.
 
 v_i² = 1/k, k = d/2, n = αd², Δ = 0.5, σ = He₃/√6, around the collective transition
 α_c = λ_σ γ (Δ + g(1)) = 1.0918 (branch appears 0.8965, Bayes-optimal switch 0.9633).  With flat
