@@ -115,3 +115,17 @@ def test_explicit_readouts(tmp_path, capsys):
     assert res["kc"] == [0, 3]
     q = res["q"][1]
     assert q[1] > q[2] > q[0] > 0          # order follows the readouts as given
+
+
+def test_transitions_report_the_readout_regime(tmp_path, capsys):
+    """Feature 1 of the β = 1 hierarchy (v² ≈ 0.61 at d = 200, Δ = 0.1) has an O(1) readout: the
+    JSON marks it outside the Gaussian-channel regime and stderr warns once per such feature."""
+    spec = write_spec(tmp_path, BASE + "features = [1, 2]\n")
+    code, stdout, err = run_cli(["bayes", "transitions", spec, "--json"], capsys)
+    assert code == 0, err
+    reg = json.loads(stdout)["readout_regime"]
+    feats = {f["feature"]: f for f in reg["features"]}
+    assert set(feats) == {1, 2}
+    assert feats[1]["in_gaussian_regime"] is False and feats[1]["correction_estimate"] > 0.1
+    assert len(reg["warnings"]) == sum(not f["in_gaussian_regime"] for f in feats.values())
+    assert err.count("warning: feature 1:") == 1

@@ -13,6 +13,10 @@ JSON keys: ``n_over_d``, ``alpha``, ``eps_bo``, ``kc``, ``q`` (per point, per fe
 ``fixed_points`` (per point: [{eps, kc, psi}]), ``lambda_sigma``, ``q_sigma``, ``meta``;
 ``transitions`` → ``features`` (per feature: appears, switch, ends, q_jump, n/d and α);
 ``limit`` → the d → ∞ forms (see solvers/theory/bayes/limits.py).
+Curve and transitions also carry ``readout_regime`` (solvers/theory/bayes/regime.py): per
+feature v²/(Δ+ε), the measured error of the Gaussian channel and whether the feature is in the
+regime where the fixed point holds; its ``warnings`` (also printed to stderr) name the
+transitions outside it.
 """
 from __future__ import annotations
 
@@ -184,6 +188,7 @@ def cmd_curve(args, st, sec) -> dict:
     with tqdm(total=total, desc="bayes", unit="pt", disable=None, leave=False) as bar:
         res = curve(st, n_over_d=sec["n_over_d"], alpha=sec["alpha"],
                     selection=sec["selection"], progress=bar.update)
+    res["readout_regime"] = _regime(st, res, detail="outside")
     return _finite(res, "curve", str(args.spec))
 
 
@@ -193,7 +198,21 @@ def cmd_transitions(args, st, sec) -> dict:
     features = sec["features"] or range(1, min(st.k, 5) + 1)
     est = len(features) * (_SECONDS_PER_TRANSITION + st.k * _SECONDS_PER_TRANSITION_FEATURE)
     _check_time(est, f"{len(features)} feature(s) with k = {st.k}", str(args.spec))
-    return _finite(transitions(st, sec["features"]), "transitions", str(args.spec))
+    res = transitions(st, sec["features"])
+    res["readout_regime"] = _regime(st, res)
+    return _finite(res, "transitions", str(args.spec))
+
+
+def _regime(st, res, **kw) -> dict:
+    """Which features' readouts are small enough for the fixed point's Gaussian channel
+    (solvers.theory.bayes.regime); its warnings also go to stderr."""
+    import sys
+
+    from solvers.theory.bayes.regime import readout_regime
+    out = readout_regime(st, res, **kw)
+    for line in out["warnings"]:
+        print(f"warning: {line}", file=sys.stderr)
+    return out
 
 
 @json_command(load)
