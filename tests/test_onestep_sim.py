@@ -106,7 +106,7 @@ def test_one_real_step_gives_result_3_1_at_every_width(beta):
     neither may the measured γ, r, c.  Same tolerance as above (4 standard errors plus 0.3 % for
     the O(1/d) bias).  Measured (d = 1000, 16 seeds): c low by 0.10–0.11 % at every β, r/‖u‖
     within 0.02–0.11 % of η μ1; r itself swings with ‖u‖ (seeds 0–15 at β = 0.5: 1.9 % low,
-    5 standard errors; seeds 100–131: 0.35 % ± 0.46 %), hence the ratio check.  ≈ 2 s CPU."""
+    5 standard errors; seeds 100–131: 0.35 % ± 0.46 %), hence the ratio check.  ≈ 3 s CPU."""
     _check_step_vs_result_3_1(1000, beta, range(4))
 
 
