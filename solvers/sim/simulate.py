@@ -492,7 +492,7 @@ def _load_average() -> float:
 
 
 # Two threads wait for each other at every step: when other work keeps the CPUs busy, the
-# waiting thread is descheduled and a step costs a time slice.  Measured (BENCHMARKS.md §17),
+# waiting thread is descheduled and a step costs a time slice.  Measured (BENCHMARKS.md §20),
 # N = 1024, K = M = 2, 2 CPUs: at load 12-20 two threads ran 3-6k steps/s against 170-520k on
 # one; the whole command at load 3.4-10 was 2-5x the naive loop instead of 20-25x.  So two
 # threads only when the 1-minute load leaves a CPU idle on average (the load of §13's idle runs,
