@@ -234,11 +234,13 @@ def test_max_steps():
 def test_output_times_hit_exactly(make_ctx):
     t_points = [0, Fraction(1, 3), Fraction(1, 3) + Fraction(1, 10**6), 1, 3]
     with make_ctx() as ctx:
-        seen, stats = [], {}
+        seen, ticks, stats = [], [], {}
         y0 = ctx.array(LIN_Y0)
         a = ctx.array(LIN_A)
+        # monitor(t, y) sees the step ends in the number type; progress(t) their float values
         out = integrate(lambda t, y: a.dot(y), t_points, y0, ctx=ctx, rtol=1e-10, atol=1e-10,
-                        progress=seen.append, stats=stats)
+                        progress=ticks.append, monitor=lambda t, y: seen.append(t), stats=stats)
+        assert all(type(t) is float for t in ticks) and ticks == [ctx.to_float(t) for t in seen]
         assert len(out) == len(t_points) and out[0] is y0
         for tp in t_points[1:]:  # flint: the midpoint of the converted time, exactly
             exact = ctx.convert(tp).mid() if ctx.name == "flint" else ctx.convert(tp)
