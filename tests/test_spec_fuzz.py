@@ -10,6 +10,7 @@ sweep workers are tested in test_sweep_faults.py).  Examples are derandomized: t
 the same ones every time.
 """
 import contextlib
+import re
 import io
 import json
 import math
@@ -21,6 +22,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
 import pytest
+
+# what solvers.core.registry says while it prints a module on demand (not an error)
+GENERATION_LINE = re.compile(r"scaling-odes: (generating |waiting for another process generating "
+                             r"|\S+ K=\d+ M=\d+ solver(:| generated in ))")
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -172,7 +177,9 @@ def test_random_specs_end_in_a_result_or_one_line(case):
             assert "internal error" not in err, (sub, doc, err)
             return
         assert code == 0, (sub, doc, code, err)
-        assert len(err.strip().splitlines()) <= 1      # at most the warnings summary
+        # at most the warnings summary, besides the two lines of a module generated on demand
+        lines = [ln for ln in err.strip().splitlines() if not GENERATION_LINE.match(ln)]
+        assert len(lines) <= 1, err
         if sub == ("sweep",):
             assert "cell(s) computed" in out
             return

@@ -326,6 +326,7 @@ _SCHEMA = {
         "spacing": (_str, "log", _one_of("log", "linear")),
         "basis": (_str, "levels", _one_of("levels", "modes")),
         "dps": (_dps, "auto", _dps_ok),
+        # 11 when dps = "float64" (the most a float64 run verifies)
         "digits": (_int, 12, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
     },
 }
@@ -404,6 +405,9 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
 _GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
 
 
+FLOAT64_DEFAULT_DIGITS = 11       # [solve] digits when dps = "float64" and digits is not given
+
+
 def _check_solve(s: dict, raw: dict) -> SolveSpec:
     if s["alphas"] is not None:
         clash = [k for k in _GRID_KEYS if k in raw]
@@ -423,6 +427,10 @@ def _check_solve(s: dict, raw: dict) -> SolveSpec:
             bound = "> 0" if log else ">= 0"
             raise _Problem(f"[solve] alpha_min = {_fmt(lo)} must be {bound} and < alpha_max "
                            f"= {_fmt(hi)} (spacing = {_fmt(s['spacing'])})")
+    if s["dps"] == "float64" and "digits" not in raw:
+        # the default 12 is for arbitrary precision; float64 runs verify at most 11 digits
+        # (solvers.hierarchy.precision.FLOAT64_FIXED_MAX_DIGITS), so that is their default
+        s["digits"] = FLOAT64_DEFAULT_DIGITS
     spec = SolveSpec(**s)
     if spec.alphas is None:
         grid = spec.alpha_grid()
