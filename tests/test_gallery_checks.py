@@ -83,19 +83,19 @@ def test_slope_growth_tells_power_law_from_exponential(alpha_max):
 
 
 def test_demo_labels_say_what_the_flat_slope_measure_found():
-    from solvers.app.demo import _plateau_label, plateau_length
+    from solvers.app.demo import plateau_label, plateau_length
     a = np.linspace(0, 3000, 601)
     # a shoulder: the local slope never drops below 0.1 (here 0.3 throughout)
     shoulder = np.concatenate([[1.0], a[1:] ** -0.3])
     assert plateau_length(a, shoulder) == 0
-    assert "no stretch flatter than slope 0.1" in _plateau_label(16, a, shoulder, 0.0)
+    assert "no stretch flatter than slope 0.1" in plateau_label(16, a, shoulder, 0.0)
     # a plateau still going at alpha_max: the length is a lower bound
     flat = np.concatenate([[1.0], 0.005 + 1e-9 * a[1:]])
     length = plateau_length(a, flat)
     assert length > 2500
-    assert "cut at α_max" in _plateau_label(1, a, flat, length)
+    assert "cut at α_max" in plateau_label(1, a, flat, length)
     # a plateau that ends (exponential fall after alpha = 1500) is not cut
     ends = np.concatenate([[1.0], 0.005 * np.exp(-np.maximum(a[1:] - 1500, 0) / 50)])
     length = plateau_length(a, ends)
     assert 1000 < length < 1500
-    assert "cut" not in _plateau_label(1, a, ends, length)
+    assert "cut" not in plateau_label(1, a, ends, length)

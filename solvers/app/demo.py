@@ -81,7 +81,7 @@ def run_demo(out: Path, alpha_max: float = 3500.0, n_points: int = 701, Ls=LS, N
             "png": out / "figure1.png", "csv": out / "figure1.csv"}
 
 
-def _plateau_label(L, alphas, eps, length):
+def plateau_label(L, alphas, eps, length):
     """Legend text for the flat-slope measure: a shoulder that never gets flatter than slope 0.1
     measures 0 (said so, not "plateau ≈ 0"), and a flat stretch still going at α_max is cut
     there (said so: the length is then a lower bound)."""
@@ -98,7 +98,7 @@ def _plot(path, alphas, curves, lengths):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     for L, eps in curves.items():
-        ax.semilogy(alphas[1:], eps[1:], label=_plateau_label(L, alphas, eps, lengths[L]))
+        ax.semilogy(alphas[1:], eps[1:], label=plateau_label(L, alphas, eps, lengths[L]))
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\epsilon_g$")
     ax.set_title(r"ODE theory, $K=M=2$, $\eta=0.1$, $\beta=1$, $\sigma_J=0.01$, $N=1024$")

@@ -32,12 +32,12 @@ def cmd_solve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from solvers.app.demo import check_alpha_max, run_demo
+    from solvers.app.demo import check_alpha_max, plateau_label, run_demo
     check_alpha_max(args.alpha_max)          # before the progress bar
     res = run_demo(Path(args.out), alpha_max=args.alpha_max)
     print(f"wrote {res['png']} and {res['csv']}")
-    for L, length in res["plateau_length"].items():
-        print(f"L = {L:3d}: plateau length ≈ {length:.0f}")
+    for L, length in res["plateau_length"].items():   # the figure's legend, word for word
+        print(plateau_label(L, res["alpha"], res["eps_g"][L], length))
     return 0
 
 
