@@ -445,4 +445,97 @@ FIGO4 = Figure("O4", "One step, theory only: test error against the width p/d",
                data_note="Not a figure of the power-law-spectra paper: the one-step companion theory "
                          "(Cui et al., ICML 2024).")
 
-FIGURES = [FIGO1, FIGO2, FIGO3, FIGO4]
+
+# ---- O5 (theory only): the functions that realise the bounds (26), (27) -------------------------
+
+def _realisers(tab):
+    """On the table's κ nodes at γ = 1 (h = σ⋆(κ)): the λ → ∞ predictor m μ0(κ), m = E[hμ0]/E[μ0²],
+    and the lower bound's a μ0(κ) + b κ μ1(κ) (weighted least squares; the ζ column is absent at γ = 1)."""
+    up = tab.E(tab.h * tab.mu0) / tab.E(tab.mu0 ** 2) * tab.mu0
+    sw = np.sqrt(tab.w)
+    A = np.stack([sw * tab.mu0, sw * tab.kappa * tab.mu1], axis=1)
+    coef = np.linalg.lstsq(A, sw * tab.h, rcond=1e-12)[0]
+    return up, coef[0] * tab.mu0 + coef[1] * tab.kappa * tab.mu1, coef
+
+
+def _bound_errors_gh(r, c, n=200):
+    """Both bounds again by Gauss–Hermite quadrature in κ and ξ (numpy's hermegauss, n nodes): a
+    route independent of the trapezoid tables.  tanh's poles sit π/2 off the real axis, so the rule's
+    error is ~exp(−π√(2n)), far below float64."""
+    z, wz = np.polynomial.hermite_e.hermegauss(n)
+    wz = wz / wz.sum()
+    u = r * z[:, None] + math.sqrt(c) * z[None, :]
+    mu0 = np.tanh(u) @ wz
+    mu1 = (1 - np.tanh(u) ** 2) @ wz
+    h = np.tanh(z)
+    m2 = float(h ** 2 @ wz)
+    up = m2 - float((h * mu0) @ wz) ** 2 / float(mu0 ** 2 @ wz)
+    A = np.stack([mu0, z * mu1], axis=1) * np.sqrt(wz)[:, None]
+    coef = np.linalg.lstsq(A, h * np.sqrt(wz), rcond=1e-12)[0]
+    return up, m2 - float(np.sum((A @ coef) ** 2))
+
+
+def o5_compute(p, piece):
+    from solvers.theory.onestep import Setup
+    from solvers.theory.onestep.bounds import lambda_inf, lower
+    out = {}
+    for eta in p["etas"]:
+        def one(eta=eta):
+            st = Setup(ACT, ACT, math.inf, eta, 1.0)
+            srf = st.srf()
+            tab = st.tables()
+            up, lo, coef = _realisers(tab)
+            keep = np.abs(tab.kappa) <= p["k_max"]
+            m2 = st.target_act.constants()["m2"]
+            return {"r": float(srf["r"]), "c": float(srf["c"]), "gamma": float(srf["gamma"]),
+                    "kappa": tab.kappa[keep].tolist(), "target": tab.h[keep].tolist(),
+                    "upper_fn": up[keep].tolist(), "lower_fn": lo[keep].tolist(), "coef": coef.tolist(),
+                    "upper": lambda_inf(tab, m2), "lower": lower(tab, m2),
+                    "gh": list(_bound_errors_gh(float(srf["r"]), float(srf["c"])))}
+        out[str(eta)] = piece(f"eta{eta}", {"eta": eta, "k_max": p["k_max"]}, one)
+    return out
+
+
+def o5_plot(d, p, out, small):
+    with style() as plt:
+        fig, axes = panels(plt, len(p["etas"]))
+        for ax, eta in zip(axes, p["etas"]):
+            r = d[str(eta)]
+            k = np.asarray(r["kappa"])
+            ax.plot(k, r["target"], "k-", lw=1.6, label="target σ⋆(κ) = tanh κ")
+            ax.plot(k, r["upper_fn"], "C0--", label=f"λ → ∞: m μ0(κ), error {r['upper']:.4f} (26)")
+            ax.plot(k, r["lower_fn"], "C3-", lw=1.0,
+                    label=f"a μ0(κ) + b κ μ1(κ), error {r['lower']:.4f} (27)")
+            ax.fill_between(k, 0, np.exp(-k ** 2 / 2) / math.sqrt(2 * math.pi) * 0.5, color="0.85",
+                            label="N(0, 1) density of κ (× 0.5)")
+            ax.set(xlabel="κ = v̂·x (spike direction)", ylabel="prediction",
+                   title=f"α0 → ∞ (γ = 1), η = {eta:g}: r = {r['r']:.3f}, c = {r['c']:.3g}")
+            ax.legend()
+        return [save(fig, out / "figO5.png", small=small)]
+
+
+def o5_checks(d, p):
+    out = []
+    for eta in p["etas"]:
+        r = d[str(eta)]
+        dev = max(abs(r["upper"] - r["gh"][0]), abs(r["lower"] - r["gh"][1]))
+        out.append(check(f"η = {eta:g}: bounds (26), (27) from the tables vs Gauss–Hermite in κ, ξ, max abs. "
+                         "dev.", dev, "< 1e-11", dev < 1e-11, tol="< 1e-11",
+                         ref="a second quadrature (200-node Gauss–Hermite, error ~exp(−π√400) ≈ 1e-27) of the "
+                             "same projections; the tables' trapezoid rule is checked to 1e-12 relative"))
+        out.append(check(f"η = {eta:g}: (26) λ → ∞ error | (27) lower bound | coefficients (a, b)",
+                         [r["upper"], r["lower"]] + r["coef"], None, None, "reported"))
+    return out
+
+
+FIGO5 = Figure("O5", "One step, theory only: the functions that realise the bounds",
+               "At α0 → ∞ (γ = 1) the prediction of the one-step network is, on average, a function of the spike "
+               "direction κ: the λ → ∞ readout keeps only m μ0(κ) (the error (26), an upper bound on the best "
+               "ridge), and every readout lies in span{μ0(κ), κ μ1(κ)}, whose best element gives the lower "
+               "bound (27); both against the target tanh κ, tanh/tanh.  Theory only, no simulation.",
+               full={"etas": [1.0, 3.0], "k_max": 4.0}, small={"etas": [1.0, 3.0], "k_max": 4.0},
+               compute=o5_compute, plot=o5_plot, checks=o5_checks,
+               data_note="Not a figure of the power-law-spectra paper: the one-step companion theory "
+                         "(Cui et al., ICML 2024).")
+
+FIGURES = [FIGO1, FIGO2, FIGO3, FIGO4, FIGO5]
