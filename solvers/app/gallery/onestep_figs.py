@@ -6,6 +6,12 @@ target, η = 1, β = 1, λ = 0.01) with seeded simulations of the real two-layer
 the α0 = 0 curve against the Mei–Montanari closed form, and the best linear baseline.
 O2: the bulk spectrum of the sRF features, eigenvalues of c W0 Π W0ᵀ (Π: projection off the
 spike), and of one real step's W1 Π W1ᵀ, against c times the Marchenko–Pastur law of ratio β.
+O3–O5 are theory only (no simulation, seconds each):
+O3: ε_g(α) at fixed γ, c for spike strengths r = 0 … 4; r = 0 against Mei–Montanari with the
+constants of σ(√c ·).
+O4: ε_g against the width β = p/d for α0 = 0 (against Mei–Montanari) and α0 = 2, smooth across β = 1.
+O5: at α0 → ∞ (γ = 1), the functions of the spike direction κ that realise the λ → ∞ error (26)
+and the lower bound (27), against the target σ⋆(κ).
 Same contract as the other figures: parameters at full and reduced size, cached pieces, one
 style, quantitative checks with their tolerance and reference.
 """
