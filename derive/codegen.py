@@ -46,12 +46,17 @@ class _PowMixin:
     """Half-integer and integer powers only, printed with sqrt (exact at any precision)."""
 
     _sqrt = "ctx.sqrt"
+    _convert = "ctx.convert"
 
     def _print_Pow(self, expr, rational=False):
         base, exp = expr.as_base_exp()
         prec = sp.printing.precedence.PRECEDENCE["Pow"]
         if exp.is_Rational and exp.q == 2:
-            root = f"{self._sqrt}({self._print(base)})"
+            # a root of an integer (sqrt(2) in the ReLU / mixed-pair forms) is taken of the
+            # context's number: flint's sqrt is a method of its arb
+            arg = (f"{self._convert}({self._print(base)})" if base.is_Integer and self._convert
+                   else self._print(base))
+            root = f"{self._sqrt}({arg})"
             power = root if abs(exp.p) == 1 else f"{root}**{abs(exp.p)}"
         elif exp.is_Integer:
             power = self.parenthesize(base, prec)
@@ -97,9 +102,15 @@ class ContextPrinter(_PowMixin, PythonCodePrinter):
 
     _print_asin = _print_Function
 
+    def _print_Orthant4(self, expr):
+        # the four-field orthant probability (derive/family/orthant.py): a quadrature in every
+        # number context (solvers/core/orthant.py); its derivatives print as elementary functions
+        return f"ctx.orthant4({', '.join(self._print(a) for a in expr.args)})"
+
 
 class FloatPrinter(_PowMixin, NumPyPrinter):
     _sqrt = "numpy.sqrt"
+    _convert = None
 
     def _print_Float(self, expr):
         raise TypeError(f"float {expr} in a symbolic expression")
@@ -206,8 +217,9 @@ def render(key: SystemKey, target: str | None = None) -> str:
     labels = state_labels(key.K, key.M)
     tlabels = teacher_labels(key.M)
     # tables on few lines: the generated modules differ in content, not in layout
-    src = (HEADER + f'"""Online-SGD order-parameter ODEs, activation={key.activation}, K={key.K}, '
-           f'M={key.M}: layout and coefficients\n(assembled into the level / modes systems by '
+    what = (f"activation={key.activation}, K={key.K}, M={key.M}" if key.is_plain() else
+            f"student/teacher {key.description}")
+    src = (HEADER + f'"""Online-SGD order-parameter ODEs, {what}: layout and coefficients\n(assembled into the level / modes systems by '
            f'solvers/core/assembly.py)."""\n\n'
            f"ACTIVATION, K, M, N_STATE, N_TEACHER = {key.activation!r}, {key.K}, {key.M}, {n}, {nt}\n"
            f"STATE, TEACHER = {tuple(labels)!r}, {tuple(tlabels)!r}\n"

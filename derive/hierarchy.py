@@ -56,7 +56,9 @@ class _Block:
 
 
 class Hierarchy:
-    """Level-generic right-hand side of the hierarchy for one (activation, K, M).
+    """Level-generic right-hand side of the hierarchy for one system key (student and teacher
+    activations, K, M, readouts).  Student fields x carry g_s, teacher fields y carry g_t;
+    erf / linear with teacher = student use derive/integrals.py, every other pair derive/family.
 
     Attributes (all plain ordered objects):
       ``v1``: level-1 block (``v1.state`` then ``v1.teacher`` are the coefficient arguments),
@@ -113,12 +115,89 @@ class Hierarchy:
         return sp.Matrix(4, 4, lambda a, b: self._c1(fields[a], fields[b]))
 
     # -- the equations ---------------------------------------------------------------------
+    # -- the Gaussian integrals, each slot with its field's activation ---------------------
+    def _act(self, field):
+        return self.key.activation if field[0] == "x" else self.key.teacher_activation
+
+    def _I3(self, *f):
+        if self._plain:
+            return integrals.I3(self.key.activation, self._cov3(*f))
+        return self._generic(("I3", self._act(f[0]), self._act(f[2])), 3)(self._cov3(*f))
+
+    def _I4(self, *f):
+        if self._plain:
+            return integrals.I4(self.key.activation, self._cov4(f))
+        acts = tuple(self._act(x) for x in f)
+        # a ReLU student field in two slots (i = j, or x_k = x_i): the four-field forms divide
+        # by the vanishing conditional variance, so the coincident slots are merged into one
+        # field carrying the product of their factors (theta * theta = theta, ...)
+        if self.key.activation == "relu" and len(set(f)) < 4:
+            return self._merged_I4(f)
+        return self._generic(("I4",) + acts, 4)(self._cov4(f))
+
+    def _I2(self, u, w):
+        c = sp.Matrix([[self._c1(u, u), self._c1(u, w)], [self._c1(w, u), self._c1(w, w)]])
+        if self._plain:
+            return integrals.I2(self.key.activation, c)
+        return self._generic(("I2", self._act(u), self._act(w)), 2)(c)
+
+    @cached_property
+    def _plain(self):
+        # erf / linear with teacher = student: the hand-written forms of derive/integrals.py
+        # substituted directly, as always (the checked-in modules stay byte-identical)
+        return self.key.same_activation and self.key.activation in integrals.ACTIVATIONS
+
+    def _generic(self, which, n):
+        """The integral ``which`` = (name, activations...) derived once in covariance symbols;
+        returns a function substituting a covariance matrix (exact, by xreplace)."""
+        memo = self.__dict__.setdefault("_generic_memo", {})
+        if which not in memo:
+            from . import family
+            C = integrals.covariance_symbols(n)
+            expr = getattr(family, which[0])(*which[1:], C)
+            syms = [(C[a, b], (a, b)) for a in range(n) for b in range(a, n)]
+            memo[which] = (expr, syms)
+        expr, syms = memo[which]
+        return lambda cov: expr.xreplace({s: cov[a, b] for s, (a, b) in syms})
+
+    def _merged_I4(self, f):
+        """<g'(f1) g'(f2) g(f3) g(f4)> with coincident fields merged into one slot each."""
+        from .family.activations import activation
+        from .family.integrals import _expand
+        fields, factors = [], []
+        for slot, x in enumerate(f):
+            coeffs, kind = activation(self._act(x)).factor(derivative=slot < 2)
+            if x in fields:
+                k = fields.index(x)
+                c0, k0 = factors[k]
+                if k0 != kind and "one" not in (k0, kind):
+                    raise NotImplementedError(f"cannot merge factors {k0}, {kind} of one field")
+                prod = [0] * (len(c0) + len(coeffs) - 1)
+                for p, a in enumerate(c0):
+                    for q, b in enumerate(coeffs):
+                        prod[p + q] += a * b
+                factors[k] = (tuple(sp.sympify(c) for c in prod), kind if k0 == "one" else k0)
+            else:
+                fields.append(x)
+                factors.append((coeffs, kind))
+        cov = sp.Matrix(len(fields), len(fields), lambda a, b: self._c1(fields[a], fields[b]))
+        return _expand(cov, factors)
+
+    # -- the readouts ----------------------------------------------------------------------
+    @cached_property
+    def readouts(self):
+        """(v, u): the student and teacher second-layer weights as exact SymPy numbers."""
+        vals = [sp.sympify(x, rational=True) for x in self.key.readouts]
+        return vals[:self.key.K], vals[self.key.K:]
+
+    # -- the equations ---------------------------------------------------------------------
     @cached_property
     def _parts(self):
         """Per equation: (linear part, η² bracket) with rhs = lin + e2·ν·quad."""
-        act, K, M = self.key.activation, self.key.K, self.key.M
-        I3 = lambda *f: integrals.I3(act, self._cov3(*f))  # noqa: E731
-        I4 = lambda *f: integrals.I4(act, self._cov4(f))   # noqa: E731
+        if self.key.readout is not None:
+            return self._parts_readouts()
+        K, M = self.key.K, self.key.M
+        I3, I4 = self._I3, self._I4
         xs = [("x", i) for i in range(K)]
         ys = [("y", n) for n in range(M)]
         k_, m_ = sp.Integer(K), sp.Integer(M)
@@ -140,6 +219,33 @@ class Hierarchy:
                         + m_**2 / k_**2 * sp.Add(*[I4(xs[i], xs[j], x_k, x_l)
                                                    for x_k in xs for x_l in xs]))
                 parts.append((self.eta / k_ * lin, quad / k_**2))
+        return parts
+
+    def _parts_readouts(self):
+        """_parts for general readouts v, u (conventions: <.. Delta> = Σ u_m I(.., y_m) -
+        Σ v_j I(.., x_j)); the paper's v = sqrt(M)/K, u = 1/sqrt(M) give the same equations."""
+        K, M = self.key.K, self.key.M
+        I3, I4 = self._I3, self._I4
+        v, u = self.readouts
+        xs = [("x", i) for i in range(K)]
+        ys = [("y", n) for n in range(M)]
+
+        def delta3(a, b):
+            return (sp.Add(*[u[m] * I3(a, b, ys[m]) for m in range(M)])
+                    - sp.Add(*[v[k] * I3(a, b, xs[k]) for k in range(K)]))
+        parts = []
+        for i, n in product(range(K), range(M)):
+            parts.append((self.eta * v[i] * delta3(xs[i], ys[n]), sp.Integer(0)))
+        for i in range(K):
+            for j in range(i, K):
+                lin = v[i] * delta3(xs[i], xs[j]) + v[j] * delta3(xs[j], xs[i])
+                quad = (sp.Add(*[u[n] * u[m] * I4(xs[i], xs[j], ys[n], ys[m])
+                                 for n in range(M) for m in range(M)])
+                        - 2 * sp.Add(*[v[k] * u[n] * I4(xs[i], xs[j], xs[k], ys[n])
+                                       for k in range(K) for n in range(M)])
+                        + sp.Add(*[v[k] * v[l] * I4(xs[i], xs[j], xs[k], xs[l])
+                                   for k in range(K) for l in range(K)]))
+                parts.append((self.eta * lin, v[i] * v[j] * quad))
         return parts
 
     @cached_property
@@ -179,12 +285,16 @@ class Hierarchy:
 
     @cached_property
     def eps_g(self) -> sp.Expr:
-        act, K, M = self.key.activation, self.key.K, self.key.M
-        def I2(u, w):
-            c = sp.Matrix([[self._c1(u, u), self._c1(u, w)], [self._c1(w, u), self._c1(w, w)]])
-            return integrals.I2(act, c)
+        K, M = self.key.K, self.key.M
+        I2 = self._I2
         xs = [("x", i) for i in range(K)]
         ys = [("y", n) for n in range(M)]
+        if self.key.readout is not None:
+            v, u = self.readouts
+            tt = sp.Add(*[u[n] * u[m] * I2(ys[n], ys[m]) for n in range(M) for m in range(M)])
+            ss = sp.Add(*[v[i] * v[j] * I2(xs[i], xs[j]) for i in range(K) for j in range(K)])
+            st = sp.Add(*[v[i] * u[n] * I2(xs[i], ys[n]) for i in range(K) for n in range(M)])
+            return sp.Rational(1, 2) * (tt + ss - 2 * st)
         tt = sp.Add(*[I2(u, w) for u in ys for w in ys])
         ss = sp.Add(*[I2(u, w) for u in xs for w in xs])
         st = sp.Add(*[I2(u, w) for u in xs for w in ys])

@@ -16,6 +16,9 @@ with its jet recurrence (u, v jets, w the result, coefficients indexed from 0):
                                          (from u w' = p u' w; covers sqrt and 1/sqrt)
     arcsine    w = asin(u), s = √(1-u²)  k s_0 w_k = k u_k - Σ_{j=1..k-1} j w_j s_{k-j}
                                          (from s w' = u'; s is itself a node)
+    orthant    w = P4(r_1..r_6)          k w_k = Σ_ab Σ_{j=1..k} j r_ab,j g_ab,k-j
+               (ReLU students)           (w' = Σ_ab g_ab r_ab', g_ab = dP4/dr_ab elementary
+                                         nodes; w_0 by quadrature, ctx.orthant4)
 
 Sub-expressions of the constants alone (the teacher T1, η, π, rationals) are evaluated once
 ("constants"); an operation with a constant operand costs O(1) per order instead of O(k).
@@ -130,6 +133,17 @@ class _Program:
             s = self._node(("lin", "1", [("-1", sq)]))
             root = self._node(("pow", s, 1, 2))
             return ("n", self._node(("asin", u, root)))
+        if type(expr).__name__ == "Orthant4":
+            # w = P4(r): order 0 by quadrature (ctx.orthant4), then from w' = Σ_ab g_ab(r) r_ab'
+            # with the elementary gradient g_ab = dP4/dr_ab: k w_k = Σ_ab Σ_j j r_ab,j g_ab,k-j
+            pairs = []
+            for k, arg in enumerate(expr.args):
+                u = self.emit(arg)
+                if u[0] == "c":
+                    continue                  # a constant correlation adds nothing at order k
+                pairs.append((u[1], self.emit(expr.fdiff(k + 1))))
+            args0 = [self.emit(a) for a in expr.args]
+            return ("n", self._node(("orthant", args0, pairs)))
         raise TypeError(f"no jet recurrence for {type(expr).__name__}: {expr}")
 
     def _split_const(self, expr):
@@ -162,6 +176,9 @@ def _order0(kind_data, w):
         return power if p > 0 else f"1/{power}"
     if kind == "asin":
         return f"ctx.asin({w(kind_data[1])}[0])"
+    if kind == "orthant":
+        args = [ref if c == "c" else f"{w(ref)}[0]" for c, ref in kind_data[1]]
+        return f"ctx.orthant4({', '.join(args)})"
     raise AssertionError(kind)
 
 
@@ -174,6 +191,9 @@ def _order_k(kind_data, w):
     if kind == "pow":
         _, u, p, q = kind_data
         return f"_pow({w(u)}, {{w}}, k, {p}, {q})"
+    if kind == "orthant":
+        pairs = [f"({w(u)}, {ref if c == 'c' else w(ref)})" for u, (c, ref) in kind_data[2]]
+        return f"_orthant(({', '.join(pairs)},), k)"
     # "{{w}}" is left as "{w}": render_jets fills in the node's own list
     return _ORDER_K_CALLS[kind].format(*(w(u) for u in kind_data[1:]))
 
@@ -233,6 +253,9 @@ def _needed(nodes, roots) -> set:
             todo += [spec[1], spec[2]]
         elif spec[0] in ("inv", "pow", "sqr"):
             todo.append(spec[1])
+        elif spec[0] == "orthant":
+            todo += [ref for c, ref in spec[1] if c == "n"]
+            todo += [u for u, _ in spec[2]] + [ref for _, (c, ref) in spec[2] if c == "n"]
     return need
 
 
@@ -257,7 +280,7 @@ def render_jets(key) -> str:
     extend = [f"    {w(i)}.append({_order_k(spec, w).format(w=w(i))})"
               for i, spec in enumerate(prog.nodes)]
     outk = [f"{w(ref)}[k]" if kind == "n" else "0" for kind, ref in outputs]
-    n_mul = sum(1 for s in prog.nodes if s[0] in ("mul", "sqr", "inv", "pow", "asin"))
+    n_mul = sum(1 for s in prog.nodes if s[0] in ("mul", "sqr", "inv", "pow", "asin", "orthant"))
 
     # the interface every jet module shares is described once, in solvers/integrators/jet_ops.py
     doc = (f'"""Taylor jets of the level-1 coefficients of {module_name(key)} '
@@ -266,6 +289,8 @@ def render_jets(key) -> str:
     # the recurrences live once in solvers/integrators/jet_ops.py; imported under the old names
     helpers = ("\n\nfrom solvers.integrators.jet_ops import "
                "mul as _mul, sqr as _sqr, inv as _inv, pow as _pow, asin as _asin\n")
+    if any(spec[0] == "orthant" for spec in prog.nodes):
+        helpers += "from solvers.integrators.jet_ops import orthant as _orthant\n"
     src = (HEADER + doc + "\n" + f"ACTIVATION, K, M = {key.activation!r}, {key.K}, {key.M}\n"
            + f"N_NODES, N_OUTPUTS = {nn}, {len(outputs)}\n")
     src += helpers

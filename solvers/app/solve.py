@@ -12,7 +12,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
-from derive.keys import SystemKey
+from derive.keys import SystemKey  # noqa: F401  (public here too)
 
 from solvers import __version__
 from solvers.hierarchy import precision, verify
@@ -28,7 +28,7 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 def problem_of(spec: Spec) -> Problem:
     check_generated_system(spec)      # refuse a derivation that would take hours
     m, d, tr = spec.model, spec.data, spec.training
-    key = SystemKey(m.activation, m.K, m.M)
+    key = m.system_key()
     spectrum = spectrum_of(spec)
     if tr.init == "random":
         init = random_init(m.K, m.M, d.N, spectrum, tr.sigma_J, tr.seed, d.rotate)
@@ -96,9 +96,18 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "cpu_s": _cpu_s() - cpu_started,
             "concurrent_runs": bool(traj.stats.get("concurrent_runs", False)),
             "activation": spec.model.activation, "K": spec.model.K, "M": spec.model.M,
+            **_family_meta(spec.model),
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
+
+
+def _family_meta(m) -> dict:
+    """The committee-machine family's model keys, for models other than the original one."""
+    if m.is_plain:
+        return {}
+    return {"student_activation": m.student, "teacher_activation": m.teacher,
+            "readouts": list(m.system_key().readouts)}
 
 
 def _cpu_s() -> float:

@@ -1,6 +1,9 @@
 """The spec file: one TOML file describing a run, loaded into frozen dataclasses.
 
     [model]    activation = "erf"   K = 2   M = 2
+               (student_activation, teacher_activation: default activation; "erf", "linear",
+               "relu" or a polynomial in x; normalisation = "paper" | "1/K" | "1/sqrt(K)" |
+               "none", or student_readout = [K numbers], teacher_readout = [M numbers])
     [data]     L = 16   beta = 1.0   N = 1024   rotate = false   (or eigenvalues = [...])
                (defaults as shown; N only matters, and defaults, with init = "random")
     [training] eta = 0.1   order = 2   sigma_J = 0.01   seed = 0   init = "random"
@@ -45,11 +48,63 @@ class SpecError(ValueError):
     """An invalid spec; the message is one line starting with the file name."""
 
 
+NORMALISATIONS = ("paper", "1/K", "1/sqrt(K)", "none")
+
+
 @dataclass(frozen=True)
 class ModelSpec:
+    """``[model]``: activations, widths and readouts (docs/theory/conventions.md).
+
+    ``student_activation`` / ``teacher_activation`` default to ``activation``; each is "erf",
+    "linear", "relu" or a polynomial in x ("x**3 - 3*x").  The fixed second-layer weights are
+    the ``normalisation``'s (paper: v_i = sqrt(M)/K, u_n = 1/sqrt(M); 1/K: 1/K, 1/M;
+    1/sqrt(K): 1/sqrt(K), 1/sqrt(M); none: 1, 1) or explicit ``student_readout`` (K numbers)
+    and ``teacher_readout`` (M numbers), exact.
+    """
+
     activation: str = "erf"
     K: int = 2
     M: int = 2
+    student_activation: str | None = None
+    teacher_activation: str | None = None
+    normalisation: str = "paper"
+    student_readout: tuple | None = None
+    teacher_readout: tuple | None = None
+
+    @property
+    def student(self) -> str:
+        return self.activation if self.student_activation is None else self.student_activation
+
+    @property
+    def teacher(self) -> str:
+        return self.activation if self.teacher_activation is None else self.teacher_activation
+
+    @property
+    def is_plain(self) -> bool:
+        """The original model: one activation for both, the paper's readouts."""
+        return (self.student == self.teacher == self.activation
+                and self.normalisation == "paper" and self.student_readout is None
+                and self.teacher_readout is None)
+
+    def readouts(self):
+        """(v_1..v_K, u_1..u_M) as exact texts, or None for the paper's normalisation."""
+        K, M = self.K, self.M
+        if self.student_readout is None and self.teacher_readout is None:
+            return {"paper": None,
+                    "1/K": (f"1/{K}",) * K + (f"1/{M}",) * M,
+                    "1/sqrt(K)": (f"1/sqrt({K})",) * K + (f"1/sqrt({M})",) * M,
+                    "none": ("1",) * (K + M)}[self.normalisation]
+        v = (tuple(str(x) for x in self.student_readout) if self.student_readout is not None
+             else (f"sqrt({M})/{K}",) * K)
+        u = (tuple(str(x) for x in self.teacher_readout) if self.teacher_readout is not None
+             else (f"1/sqrt({M})",) * M)
+        return v + u
+
+    def system_key(self):
+        """The :class:`derive.keys.SystemKey` of this model (the ODE system it needs)."""
+        from derive.keys import SystemKey
+        return SystemKey(self.student, self.K, self.M, teacher=self.teacher,
+                         readout=self.readouts())
 
 
 @dataclass(frozen=True)
@@ -293,15 +348,28 @@ def _dps_ok(v, label):
         raise _Problem(f'{label} = {v} must be >= 15 (or "auto" / "float64")')
 
 
+def _activation_ok(v, label):
+    from derive.keys import canonical_activation
+    try:
+        canonical_activation(v)
+    except ValueError as exc:
+        raise _Problem(f"{label} = {_fmt(v)}: {' '.join(str(exc).split())}") from None
+
+
 _REQUIRED = object()
 
 # section -> key -> (converter, default, check).  None as a default means "not given";
 # whether it is then required depends on other keys (see the _check_* functions).
 _SCHEMA = {
     "model": {
-        "activation": (_str, "erf", _one_of("erf", "linear")),
+        "activation": (_str, "erf", _activation_ok),
         "K": (_int, 2, _ge(1)),
         "M": (_int, 2, _ge(1)),
+        "student_activation": (_str, None, _activation_ok),
+        "teacher_activation": (_str, None, _activation_ok),
+        "normalisation": (_str, "paper", _one_of(*NORMALISATIONS)),
+        "student_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
+        "teacher_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
     },
     "data": {
         "L": (_int, None, _ge(1)),
@@ -400,6 +468,17 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     if d["N"] is not None and d["N"] % d["L"]:
         raise _Problem(f"[data] L = {d['L']} does not divide N = {d['N']}")
     return DataSpec(**d)
+
+
+def _check_model(m: dict) -> ModelSpec:
+    for key, n, width in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
+        if m[key] is not None:
+            if m["normalisation"] != "paper":
+                raise _Problem(f"[model] give either normalisation = {_fmt(m['normalisation'])} "
+                               f"or {key}, not both")
+            if len(m[key]) != n:
+                raise _Problem(f"[model] {key} has {len(m[key])} entries, expected {width} = {n}")
+    return ModelSpec(**m)
 
 
 _GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
@@ -522,7 +601,7 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             if sec not in allowed:
                 raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
         model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
-        model, training = ModelSpec(**model), TrainingSpec(**training)
+        model, training = _check_model(model), TrainingSpec(**training)
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
         init = _read_init(doc.get("init"), model, data, training)
@@ -611,6 +690,17 @@ def _out(v):
     return v
 
 
+def _model_dict(m: ModelSpec) -> dict:
+    out = {"activation": m.activation, "K": m.K, "M": m.M}
+    # the family's keys only when given: the original model's dictionary is unchanged
+    for key in ("student_activation", "teacher_activation", "student_readout", "teacher_readout"):
+        if getattr(m, key) is not None:
+            out[key] = _out(getattr(m, key))
+    if m.normalisation != "paper":
+        out["normalisation"] = m.normalisation
+    return out
+
+
 def spec_to_dict(spec: Spec) -> dict:
     """Inverse of `parse_spec`: parse_spec(spec_to_dict(s)) == s for terminating decimals."""
     m, d, t, s = spec.model, spec.data, spec.training, spec.solve
@@ -624,7 +714,7 @@ def spec_to_dict(spec: Spec) -> dict:
          "spacing": s.spacing}
     solve.update(basis=s.basis, dps=s.dps, digits=s.digits)
     out = {
-        "model": {"activation": m.activation, "K": m.K, "M": m.M},
+        "model": _model_dict(m),
         "data": data,
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
                      "seed": t.seed, "init": t.init},

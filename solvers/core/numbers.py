@@ -29,6 +29,8 @@ from operator import methodcaller
 import mpmath
 import numpy as np
 
+from solvers.core import orthant as _orthant
+
 
 class _NoPrecision:
     """The scope of a number type without a precision (float64): nothing to set."""
@@ -171,6 +173,8 @@ class Float64Context(_Context):
 
     # the elementary functions generated code calls (ctx.sqrt, ctx.asin, ...)
     sqrt, asin, exp, log = map(staticmethod, (np.sqrt, np.arcsin, np.exp, np.log))
+    # the four-field orthant probability of ReLU students (a quadrature: solvers/core/orthant.py)
+    orthant4 = staticmethod(_orthant.orthant4_float)
 
 
 class _ArbitraryPrecision(_Context):
@@ -215,6 +219,7 @@ class MpmathContext(_ArbitraryPrecision):
         return mpmath.mpf(x)
 
     sqrt, asin, exp, log = map(staticmethod, (mpmath.sqrt, mpmath.asin, mpmath.exp, mpmath.log))
+    orthant4 = staticmethod(_orthant.orthant4_mpmath)
 
 
 class FlintContext(_ArbitraryPrecision):
@@ -261,6 +266,7 @@ class FlintContext(_ArbitraryPrecision):
         return arb(x)
 
     sqrt, asin, exp, log = (staticmethod(methodcaller(f)) for f in ("sqrt", "asin", "exp", "log"))
+    orthant4 = staticmethod(_orthant.orthant4_arb)
 
     def to_float(self, x) -> float:
         return float(x.mid())

@@ -84,8 +84,11 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "derivatives.py", "hierarchy.py", "integrals.py", "taylor.py"):
+    for name in ("codegen.py", "derivatives.py", "hierarchy.py", "integrals.py", "taylor.py",
+                 "keys.py"):
         h.update((derive_dir / name).read_bytes())
+    for path in sorted((derive_dir / "family").glob("*.py")):     # the family's integrals
+        h.update(path.read_bytes())
     return h.hexdigest()[:12]
 
 
@@ -165,7 +168,7 @@ def cached_module(key: SystemKey, target: str) -> Path:
     path = folder / f"{codegen.module_name(key, target)}.py"
     if path.exists():
         return path
-    what = f"{key.activation} K={key.K} M={key.M} solver"
+    what = f"{key.description} solver"
     with _lock(folder / f".{key.tag}.lock", f"waiting for another process generating the {what}"):
         missing = [t for t in ("mpmath", "taylor")
                    if not (folder / f"{codegen.module_name(key, t)}.py").exists()]
@@ -186,7 +189,7 @@ def ensure_printed(key: SystemKey) -> None:
 def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_say) -> dict:
     """Print the modules of ``key`` for ``targets`` into ``folder``, announcing it with the
     estimated time and ending with the measured time per phase; returns the phases' seconds."""
-    what = f"{key.activation} K={key.K} M={key.M} solver"
+    what = f"{key.description} solver"
     estimate = estimate_seconds(key.activation, key.K, key.M)
     if "mpmath" not in targets:
         estimate *= 0.1                        # the jets alone: their share of the measured time

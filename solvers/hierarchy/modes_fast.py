@@ -240,6 +240,10 @@ def inputs_from_problem(problem) -> ModesInputs:
     lam = [float(v) for v in problem.spectrum.eigenvalues]
     w = [float(v) for v in problem.spectrum.weights]
     key = problem.key
+    if not key.is_plain():
+        raise ValueError(f"the float64 modes kernel covers erf and linear with teacher = student "
+                         f"and the paper's readouts, not {key.description}; use the generated "
+                         f"system (solvers.hierarchy.odes)")
     return inputs_from_overlaps(lam, init.R, init.Q, init.T, eta=float(Fraction(problem.eta)),
                                 order=problem.order, w=w, activation=key.activation,
                                 K=key.K, M=key.M)

@@ -75,9 +75,10 @@ def eta_bound(problem):
     if problem.order != 2:
         return None
     T1, nu1 = teacher_level1(problem)
-    if key.activation == "linear":
+    if key.is_plain("linear"):
         return 2 * key.K / (key.M * nu1), "linear: 2K/(M nu_1)"
-    if key.K != key.M:
+    if key.K != key.M or not key.is_plain():
+        # perfect learning (student = teacher) is a fixed point only for the original model
         return None
     return _one_mode_bound(key, T1, nu1), "linearisation at perfect learning"
 
@@ -135,7 +136,7 @@ def check_eta(problem) -> float | None:
     if eta >= eta_c:
         key = problem.key
         raise Unstable(f"eta = {eta:g} is above the stability bound eta_c = {eta_c:.4g} of "
-                       f"{key.activation} K = {key.K}, M = {key.M} at order 2 ({how}): "
+                       f"{key.description} at order 2 ({how}): "
                        f"SGD cannot converge there and the order parameters grow without "
                        f"bound; use eta < {eta_c:.4g} (or order = 1)")
     return eta_c
@@ -148,7 +149,9 @@ class Watch:
 
     def __init__(self, problem, interval: float = 0.25):
         key = problem.key
-        self.K, self.M, self.act = key.K, key.M, key.activation
+        self.K, self.M = key.K, key.M
+        # the ε_g bound below is the erf model's (|g| <= 1, paper readouts)
+        self.act = "erf" if key.is_plain("erf") else None
         self.lam = np.array([float(v) for v in problem.spectrum.eigenvalues])
         self.T1, _ = teacher_level1(problem)
         init = problem.init

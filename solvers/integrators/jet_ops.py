@@ -19,7 +19,7 @@ coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result w
 
 from operator import mul as _m
 
-__all__ = ["mul", "sqr", "inv", "pow", "asin"]
+__all__ = ["mul", "sqr", "inv", "pow", "asin", "orthant"]
 
 
 def mul(u, v, k):
@@ -50,3 +50,15 @@ def pow(u, w, k, p, q):  # noqa: A001 - public name mirrors the node kind "pow"
 def asin(u, w, s, k):
     """Coefficient k of w = asin(u), given s = sqrt(1 - u**2) (w holds 0..k-1)."""
     return (k*u[k] - sum(map(_m, range(1, k), map(_m, w[1:k], s[k - 1:0:-1]))))/(k*s[0])
+
+
+def orthant(pairs, k):
+    """Coefficient k (>= 1) of w = P4(r) from w' = Σ_ab g_ab r_ab' (the four-field orthant
+    probability; g_ab = dP4/dr_ab): ``pairs`` holds (jet of r_ab, jet of g_ab or a constant)."""
+    total = 0
+    for u, g in pairs:
+        if isinstance(g, list):
+            total = total + sum(map(_m, range(1, k + 1), map(_m, u[1:k + 1], g[k - 1::-1])))
+        else:
+            total = total + k*u[k]*g
+    return total/k

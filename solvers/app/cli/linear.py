@@ -39,9 +39,10 @@ def checked_options(spec, command: str) -> dict:
     from solvers.app.validate import check_linear
     name = spec.path
     m, t = spec.model, spec.training
-    if m.activation != "linear":
-        raise SpecError(f'{name}: [model] activation = "{m.activation}" but the linear '
-                        f'subcommands need activation = "linear"')
+    if not (m.is_plain and m.activation == "linear"):
+        raise SpecError(f'{name}: [model] {m.system_key().description} but the linear '
+                        f'subcommands need activation = "linear" (teacher = student, '
+                        f'paper readouts)')
     if (m.K, m.M) != (1, 1):
         raise SpecError(f"{name}: [model] K = {m.K}, M = {m.M}: the linear theory is for "
                         f"K = M = 1 (a linear committee is one effective vector)")

@@ -53,9 +53,10 @@ def _load(path, command="plateau"):
 
 def _check_model(spec):
     m = spec.model
-    if m.activation != "erf":
+    if not (m.is_plain and m.activation == "erf"):
         raise ValueError(f"{spec.path}: the plateau/asymptotic analysis is for activation = "
-                         f"'erf', got {m.activation!r} (a linear network has no plateau)")
+                         f"'erf' (teacher = student, paper readouts), got "
+                         f"{m.system_key().description!r}")
     if m.K != m.M:
         raise ValueError(f"{spec.path}: the plateau/asymptotic analysis needs K = M, "
                          f"got K = {m.K}, M = {m.M}")
