@@ -425,27 +425,36 @@ def _closed_I2(a: str, b: str):
     return None
 
 
-def _safe_asin(x):
-    return np.arcsin(np.clip(x, -1.0, 1.0))
-
-
-def _safe_sqrt(x):
-    return np.sqrt(np.maximum(x, 0.0))
-
-
 @lru_cache(maxsize=None)
 def _lambdified_I2(a: str, b: str):
     """derive.family.I2(a, b) as a NumPy function of (C11, C12, C22), made once per process.
-    asin and sqrt get their arguments clipped to [-1, 1] and [0, inf): rounding can push a
-    correlation of parallel fields an ulp past 1 (the singular pieces cancel in the sum, so the
-    clipped value is right to rounding)."""
+
+    Forms with an asin (ReLU pairs) are rewritten in the correlation rho = C12/sqrt(C11 C22)
+    before lambdify: asin(rho) and sqrt(1 - rho^2) are then computed from one rounded rho, so
+    their singular parts cancel at parallel fields (rho -> 1), where asin(C12/(sqrt(C11)
+    sqrt(C22))) next to sqrt(C11 C22 - C12^2) = 0 would be off by sqrt(ulp) ~ 1e-8.  rho is
+    clipped to [-1, 1] (rounding can push it an ulp past)."""
     import sympy as sp
     from derive.family import I2
-    c11, c12, c22 = sp.symbols("C11 C12 C22", real=True)
+    c11, c22 = sp.symbols("C11 C22", positive=True)
+    c12, rho = sp.symbols("C12 rho", real=True)
     expr = I2(a, b, sp.Matrix([[c11, c12], [c12, c22]]))
-    f = sp.lambdify((c11, c12, c22), expr,
-                    modules=[{"asin": _safe_asin, "sqrt": _safe_sqrt}, "numpy"])
-    return lambda x, y, z: f(x, y, z) + 0.0 * (x + y + z)    # broadcast constants
+    if not expr.has(sp.asin):
+        f = sp.lambdify((c11, c12, c22), expr, modules="numpy")
+        return lambda x, y, z: f(x, y, z) + 0.0 * (x + y + z)    # broadcast constants
+    half = sp.Rational(1, 2)
+    e = expr.subs(c12, rho * sp.sqrt(c11) * sp.sqrt(c22))
+    e = e.replace(lambda t: t.is_Pow and abs(t.exp) == half,
+                  lambda t: sp.sqrt(sp.factor(t.base)) ** sp.sign(t.exp))
+    if e.has(c12) or not e.has(rho):
+        raise RuntimeError(f"I2({a}, {b}): correlation form failed: {e}")
+    g = sp.lambdify((c11, rho, c22), e, modules="numpy")
+
+    def f_rho(x, y, z):
+        r = np.clip(y / np.sqrt(x * z), -1.0, 1.0)
+        return g(x, r, z) + 0.0 * (x + y + z)
+
+    return f_rho
 
 
 def pair_I2(a: Activation, b: Activation):
