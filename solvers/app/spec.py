@@ -50,6 +50,13 @@ class ModelSpec:
     activation: str = "erf"
     K: int = 2
     M: int = 2
+    # the committee-machine family (its conventions; defaults = today's model)
+    student_activation: str | None = None      # None: activation
+    teacher_activation: str | None = None
+    normalisation: str = "paper"               # "paper" | "1/K" | "1/sqrt(K)" | "none"
+    student_readout: tuple[Fraction, ...] | None = None     # K exact numbers
+    teacher_readout: tuple[Fraction, ...] | None = None     # M exact numbers
+    readout: str = "fixed"                     # "fixed" | "trained"
 
 
 @dataclass(frozen=True)
@@ -293,15 +300,31 @@ def _dps_ok(v, label):
         raise _Problem(f'{label} = {v} must be >= 15 (or "auto" / "float64")')
 
 
+def _activation_ok(v, label):
+    """An activation string of the family: erf, linear, relu or a polynomial in x (parsed
+    exactly, without SymPy)."""
+    from solvers.sim.family import parse_activation
+    try:
+        parse_activation(v)
+    except ValueError as e:
+        raise _Problem(f"{label} = {_fmt(v)}: {str(e).split(': ', 1)[-1]}") from None
+
+
 _REQUIRED = object()
 
 # section -> key -> (converter, default, check).  None as a default means "not given";
 # whether it is then required depends on other keys (see the _check_* functions).
 _SCHEMA = {
     "model": {
-        "activation": (_str, "erf", _one_of("erf", "linear")),
+        "activation": (_str, "erf", _activation_ok),
         "K": (_int, 2, _ge(1)),
         "M": (_int, 2, _ge(1)),
+        "student_activation": (_str, None, _activation_ok),
+        "teacher_activation": (_str, None, _activation_ok),
+        "normalisation": (_str, "paper", _one_of("paper", "1/K", "1/sqrt(K)", "none")),
+        "student_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
+        "teacher_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
+        "readout": (_str, "fixed", _one_of("fixed", "trained")),
     },
     "data": {
         "L": (_int, None, _ge(1)),
@@ -378,6 +401,18 @@ def _read_section(doc: dict, sec: str, schema: dict | None = None) -> dict:
 
 
 # ---- cross-key checks --------------------------------------------------------------------
+
+def _check_model(m: dict) -> ModelSpec:
+    for key, n, size in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
+        if m[key] is None:
+            continue
+        if m["normalisation"] != "paper":
+            raise _Problem(f"[model] give {key} with the default normalisation = \"paper\" "
+                           f"only, not with normalisation = {_fmt(m['normalisation'])}")
+        if len(m[key]) != n:
+            raise _Problem(f"[model] {key} has {len(m[key])} entries: need {size} = {n}")
+    return ModelSpec(**m)
+
 
 # the paper's defaults: a power law with L = 16 levels, beta = 1 in N = 1024 dimensions
 DEFAULT_L, DEFAULT_BETA, DEFAULT_N = 16, Fraction(1), 1024
@@ -522,7 +557,7 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             if sec not in allowed:
                 raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
         model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
-        model, training = ModelSpec(**model), TrainingSpec(**training)
+        model, training = _check_model(model), TrainingSpec(**training)
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
         init = _read_init(doc.get("init"), model, data, training)
@@ -611,6 +646,10 @@ def _out(v):
     return v
 
 
+_FAMILY_MODEL_KEYS = ("student_activation", "teacher_activation", "normalisation",
+                      "student_readout", "teacher_readout", "readout")
+
+
 def spec_to_dict(spec: Spec) -> dict:
     """Inverse of `parse_spec`: parse_spec(spec_to_dict(s)) == s for terminating decimals."""
     m, d, t, s = spec.model, spec.data, spec.training, spec.solve
@@ -624,7 +663,9 @@ def spec_to_dict(spec: Spec) -> dict:
          "spacing": s.spacing}
     solve.update(basis=s.basis, dps=s.dps, digits=s.digits)
     out = {
-        "model": {"activation": m.activation, "K": m.K, "M": m.M},
+        "model": {"activation": m.activation, "K": m.K, "M": m.M,
+                  **{k: _out(getattr(m, k)) for k in _FAMILY_MODEL_KEYS
+                     if getattr(m, k) != _SCHEMA["model"][k][1]}},
         "data": data,
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
                      "seed": t.seed, "init": t.init},
