@@ -11,6 +11,7 @@ checked on the raw text) -- and never a hang: the sizing must refuse invalid-but
 before any work, so every example has a time bound.  The CLI's ``main()`` runs in-process.
 """
 import contextlib
+import copy
 import io
 import json
 import math
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
-from test_spec_fuzz import ERF, LINEAR, SUBCOMMANDS, VALID, WILD, _numbers, _toml
+from test_spec_fuzz import ERF, FAMILY_KEYS, LINEAR, SUBCOMMANDS, VALID, WILD, _numbers, _toml
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -93,12 +94,14 @@ def cases(draw):
             continue
         kind = draw(st.sampled_from(["good"] * 2 + ["bad"] * 5 + ["drop", "unknown", "misspelt",
                                                                  "empty", "not a table"]))
-        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ()))) - {"n_jobs"}) or ["bogus_key"]
+        family = FAMILY_KEYS.get(sec, ()) if sub == ("simulate",) else ()
+        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ())) | set(family)) - {"n_jobs"}) \
+            or ["bogus_key"]
         key = draw(st.sampled_from(keys))
         if kind == "good":
-            doc[sec][key] = draw(st.sampled_from(GOOD.get(key, BAD)))
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(GOOD.get(key, BAD))))
         elif kind == "bad":
-            doc[sec][key] = draw(st.sampled_from(BAD))
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(BAD)))
         elif kind == "drop":
             doc[sec].pop(key, None)
         elif kind == "unknown":
@@ -109,7 +112,7 @@ def cases(draw):
             # (an empty [data] is the valid default L = 16, N = 1024: seconds to minutes)
             doc[sec] = {}
         else:
-            doc[sec] = draw(st.sampled_from(BAD))
+            doc[sec] = copy.deepcopy(draw(st.sampled_from(BAD)))
     return sub, doc
 
 

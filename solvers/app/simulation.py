@@ -67,4 +67,34 @@ def simulate_kwargs(spec, options: dict) -> dict:
                 sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
-                eps_holdout=options["eps_holdout"], generator=options["generator"])
+                eps_holdout=options["eps_holdout"], generator=options["generator"],
+                **family_kwargs(spec))
+
+
+def family_kwargs(spec) -> dict:
+    """The committee-machine family's options of a spec as ``simulate`` arguments (only those
+    that differ from today's model, so a spec without them runs exactly as before).  Exact
+    numbers stay Fractions: the simulator rounds each once (schedule boundaries compared
+    exactly in steps)."""
+    m, t = spec.model, spec.training
+    out = {}
+    for key in ("student_activation", "teacher_activation"):
+        if getattr(m, key) is not None:
+            out[key] = getattr(m, key)
+    if m.normalisation != "paper":
+        out["normalisation"] = m.normalisation
+    for key in ("student_readout", "teacher_readout"):
+        if getattr(m, key) is not None:
+            out[key] = list(getattr(m, key))
+    if m.readout != "fixed":
+        out.update(readout=m.readout, eta_readout=t.eta_readout)
+    if t.noise:
+        out["noise"] = t.noise
+    if t.weight_decay:
+        out["weight_decay"] = t.weight_decay
+    if t.batch_size != 1:
+        out["batch_size"] = t.batch_size
+    if t.schedule is not None:
+        out["schedule"] = {k: (list(v) if isinstance(v, tuple) else v)
+                           for k, v in t.schedule_dict().items()}
+    return out

@@ -70,6 +70,7 @@ class ModelSpec:
     normalisation: str = "paper"
     student_readout: tuple | None = None
     teacher_readout: tuple | None = None
+    readout: str = "fixed"                     # "fixed" | "trained"
 
     @property
     def student(self) -> str:
@@ -84,7 +85,7 @@ class ModelSpec:
         """The original model: one activation for both, the paper's readouts."""
         return (self.student == self.teacher == self.activation
                 and self.normalisation == "paper" and self.student_readout is None
-                and self.teacher_readout is None)
+                and self.teacher_readout is None and self.readout == "fixed")
 
     def readouts(self):
         """(v_1..v_K, u_1..u_M) as exact texts, or None for the paper's normalisation."""
@@ -123,6 +124,17 @@ class TrainingSpec:
     sigma_J: Fraction = Fraction(1, 100)
     seed: int = 0
     init: str = "random"           # "random" | "explicit" | "expected"
+    # the committee-machine family (its conventions; defaults = today's training)
+    noise: Fraction = Fraction(0)           # label-noise variance
+    weight_decay: Fraction = Fraction(0)    # kappa, first layer
+    batch_size: int = 1                     # fresh samples per SGD step
+    eta_readout: Fraction | None = None     # required with [model] readout = "trained"
+    schedule: tuple | None = None           # None: constant; else (kind, ((key, value), ...))
+
+    def schedule_dict(self) -> dict | None:
+        """The schedule as {"kind": ..., key: value} (Fractions / tuples of Fractions)."""
+        return None if self.schedule is None else {"kind": self.schedule[0],
+                                                   **dict(self.schedule[1])}
 
 
 @dataclass(frozen=True)
@@ -349,11 +361,54 @@ def _dps_ok(v, label):
 
 
 def _activation_ok(v, label):
-    from derive.keys import canonical_activation
+    """An activation string of the family: erf, linear, relu or a polynomial in x (parsed
+    exactly, without SymPy)."""
+    from solvers.sim.family import parse_activation
     try:
-        canonical_activation(v)
-    except ValueError as exc:
-        raise _Problem(f"{label} = {_fmt(v)}: {' '.join(str(exc).split())}") from None
+        parse_activation(v)
+    except ValueError as e:
+        raise _Problem(f"{label} = {_fmt(v)}: {str(e).split(': ', 1)[-1]}") from None
+
+
+MAX_BATCH_SIZE = 10**6      # samples per step; the time of a run is sized in validate.py
+_SCHEDULE_KEYS = {"constant": (), "power": ("alpha0", "p"), "steps": ("alphas", "etas")}
+
+
+def _schedule(v, label):
+    """[training] schedule = {kind = "constant"} | {kind = "power", alpha0, p} |
+    {kind = "steps", alphas = [...], etas = [...]}: checked, exact numbers, stored as a
+    hashable (kind, ((key, value), ...))."""
+    if not isinstance(v, dict):
+        raise _wrong_type(label, v, 'table such as {kind = "power", alpha0 = 1, p = 1}')
+    kind = v.get("kind")
+    if kind not in _SCHEDULE_KEYS:
+        raise _Problem(f"{label} kind = {_fmt(kind)} must be one of "
+                       + ", ".join(map(_fmt, _SCHEDULE_KEYS)))
+    keys = _SCHEDULE_KEYS[kind]
+    for k in v:
+        if k != "kind" and k not in keys:
+            raise _Problem(f"{label} unknown key '{_key(k)}' for kind = {_fmt(kind)} "
+                           f"(allowed: kind{''.join(', ' + x for x in keys)})")
+    for k in keys:
+        if k not in v:
+            raise _Problem(f"{label} kind = {_fmt(kind)} needs key {k!r}")
+    out = []
+    if kind == "power":
+        a0, p = _exact(v["alpha0"], f"{label} alpha0"), _exact(v["p"], f"{label} p")
+        _gt(0)(a0, f"{label} alpha0")
+        _ge(0)(p, f"{label} p")
+        out = [("alpha0", a0), ("p", p)]
+    elif kind == "steps":
+        conv = _list_of(_exact, f"list of {_EXACT}s")
+        a, e = conv(v["alphas"], f"{label} alphas"), conv(v["etas"], f"{label} etas")
+        _each(_gt(0))(a, f"{label} alphas")
+        _increasing(a, f"{label} alphas")
+        _each(_gt(0))(e, f"{label} etas")
+        if len(a) != len(e):
+            raise _Problem(f"{label} alphas has {len(a)} entries and etas {len(e)}: one eta "
+                           f"per switching time")
+        out = [("alphas", a), ("etas", e)]
+    return None if kind == "constant" else (kind, tuple(out))
 
 
 _REQUIRED = object()
@@ -370,6 +425,7 @@ _SCHEMA = {
         "normalisation": (_str, "paper", _one_of(*NORMALISATIONS)),
         "student_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
         "teacher_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
+        "readout": (_str, "fixed", _one_of("fixed", "trained")),
     },
     "data": {
         "L": (_int, None, _ge(1)),
@@ -385,6 +441,12 @@ _SCHEMA = {
         "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
         "seed": (_int, 0, _ge(0)),
         "init": (_str, "random", _one_of("random", "explicit", "expected")),
+        "noise": (_exact, Fraction(0), _ge(0)),
+        "weight_decay": (_exact, Fraction(0), _ge(0)),
+        "batch_size": (_int, 1, _all(_ge(1), _rule(lambda v: v <= MAX_BATCH_SIZE,
+                                                   f"must be <= {MAX_BATCH_SIZE}"))),
+        "eta_readout": (_exact, None, _gt(0)),
+        "schedule": (_schedule, None, None),
     },
     "solve": {
         "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
@@ -447,6 +509,28 @@ def _read_section(doc: dict, sec: str, schema: dict | None = None) -> dict:
 
 # ---- cross-key checks --------------------------------------------------------------------
 
+def _check_training(t: dict, model: ModelSpec) -> TrainingSpec:
+    if model.readout == "trained" and t["eta_readout"] is None:
+        raise _Problem("[training] missing key 'eta_readout' (> 0): needed with [model] "
+                       "readout = \"trained\"")
+    if model.readout != "trained" and t["eta_readout"] is not None:
+        raise _Problem(f"[training] eta_readout = {_fmt(t['eta_readout'])} is only used with "
+                       f"[model] readout = \"trained\" (got readout = {_fmt(model.readout)})")
+    return TrainingSpec(**t)
+
+
+def _check_model(m: dict) -> ModelSpec:
+    for key, n, size in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
+        if m[key] is None:
+            continue
+        if m["normalisation"] != "paper":
+            raise _Problem(f"[model] give {key} with the default normalisation = \"paper\" "
+                           f"only, not with normalisation = {_fmt(m['normalisation'])}")
+        if len(m[key]) != n:
+            raise _Problem(f"[model] {key} has {len(m[key])} entries: need {size} = {n}")
+    return ModelSpec(**m)
+
+
 # the paper's defaults: a power law with L = 16 levels, beta = 1 in N = 1024 dimensions
 DEFAULT_L, DEFAULT_BETA, DEFAULT_N = 16, Fraction(1), 1024
 
@@ -468,17 +552,6 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     if d["N"] is not None and d["N"] % d["L"]:
         raise _Problem(f"[data] L = {d['L']} does not divide N = {d['N']}")
     return DataSpec(**d)
-
-
-def _check_model(m: dict) -> ModelSpec:
-    for key, n, width in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
-        if m[key] is not None:
-            if m["normalisation"] != "paper":
-                raise _Problem(f"[model] give either normalisation = {_fmt(m['normalisation'])} "
-                               f"or {key}, not both")
-            if len(m[key]) != n:
-                raise _Problem(f"[model] {key} has {len(m[key])} entries, expected {width} = {n}")
-    return ModelSpec(**m)
 
 
 _GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
@@ -601,7 +674,8 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             if sec not in allowed:
                 raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
         model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
-        model, training = _check_model(model), TrainingSpec(**training)
+        model = _check_model(model)
+        training = _check_training(training, model)
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
         init = _read_init(doc.get("init"), model, data, training)
@@ -698,6 +772,8 @@ def _model_dict(m: ModelSpec) -> dict:
             out[key] = _out(getattr(m, key))
     if m.normalisation != "paper":
         out["normalisation"] = m.normalisation
+    if m.readout != "fixed":
+        out["readout"] = m.readout
     return out
 
 
@@ -717,7 +793,12 @@ def spec_to_dict(spec: Spec) -> dict:
         "model": _model_dict(m),
         "data": data,
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
-                     "seed": t.seed, "init": t.init},
+                     "seed": t.seed, "init": t.init,
+                     **{k: _out(getattr(t, k)) for k in ("noise", "weight_decay", "batch_size",
+                                                         "eta_readout")
+                        if getattr(t, k) != _SCHEMA["training"][k][1]},
+                     **({"schedule": {k: _out(x) for k, x in t.schedule_dict().items()}}
+                        if t.schedule is not None else {})},
         "solve": solve,
     }
     if spec.init is not None:

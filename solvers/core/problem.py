@@ -181,10 +181,9 @@ def random_init(K, M, N, spectrum, sigma_J, seed, rotate=False) -> InitialCondit
     J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) (optionally rotated by a Haar W); the float64 overlaps
     are exact binary fractions and are taken as exact from here on.
     """
-    from solvers.sim.simulate import initial_mode_overlaps
-    lam = [float(v) for v in spectrum.eigenvalues]
+    from solvers.core.initial import initial_mode_overlaps
     modes = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=float(sigma_J), seed=seed,
-                                  eigenvalues=lam, rotate=rotate)
+                                  L=spectrum.L, rotate=rotate)
     obj = lambda a: np.asarray(a, dtype=object)  # noqa: E731
     return InitialCondition("modes", obj(modes["R"]), obj(modes["Q"]), obj(modes["T"]))
 
