@@ -19,7 +19,7 @@ from solvers.hierarchy import precision, verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
-from solvers.app.spec import Spec
+from solvers.app.spec import Spec, refuse_training_options
 from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
@@ -27,6 +27,11 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 def problem_of(spec: Spec) -> Problem:
     check_generated_system(spec)      # refuse a derivation that would take hours
+    # the ODE options implemented so far; anything else would be silently ignored
+    refuse_training_options(spec, "the ODEs")
+    if spec.model.readout != "fixed":
+        raise ValueError('[model] readout = "trained": not implemented by the ODEs yet '
+                         '(the simulator runs it: scaling-odes simulate)')
     m, d, tr = spec.model, spec.data, spec.training
     key = m.system_key()
     spectrum = spectrum_of(spec)

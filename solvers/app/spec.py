@@ -136,6 +136,21 @@ class TrainingSpec:
         return None if self.schedule is None else {"kind": self.schedule[0],
                                                    **dict(self.schedule[1])}
 
+    def family_options(self) -> list[str]:
+        """The family's training options given with other than their default values."""
+        return [k for k, plain in (("noise", 0), ("weight_decay", 0), ("batch_size", 1),
+                                   ("eta_readout", None), ("schedule", None))
+                if getattr(self, k) != plain]
+
+
+def refuse_training_options(spec, what: str, supported=()) -> None:
+    """One-line ValueError when the spec asks for a training option that ``what`` does not
+    implement (so that it is never silently ignored)."""
+    extra = [k for k in spec.training.family_options() if k not in supported]
+    if extra:
+        raise ValueError(f"[training] {', '.join(extra)}: not implemented by {what} "
+                         f"(the simulator runs it: scaling-odes simulate)")
+
 
 @dataclass(frozen=True)
 class InitSpec:

@@ -43,6 +43,11 @@ def checked_options(spec, command: str) -> dict:
         raise SpecError(f'{name}: [model] {m.system_key().description} but the linear '
                         f'subcommands need activation = "linear" (teacher = student, '
                         f'paper readouts)')
+    from solvers.app.spec import refuse_training_options
+    try:
+        refuse_training_options(spec, "the linear theory")
+    except ValueError as e:
+        raise SpecError(f"{name}: {e}") from None
     if (m.K, m.M) != (1, 1):
         raise SpecError(f"{name}: [model] K = {m.K}, M = {m.M}: the linear theory is for "
                         f"K = M = 1 (a linear committee is one effective vector)")
