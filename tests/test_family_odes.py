@@ -21,6 +21,9 @@ from solvers.app.solve import solve_spec
 from solvers.app.spec import SpecError, parse_spec
 from solvers.hierarchy.precision import agreement_digits
 
+pytestmark = [pytest.mark.second_basis, pytest.mark.quadrature, pytest.mark.higher_precision,
+              pytest.mark.closed_form, pytest.mark.contract]
+
 
 @pytest.fixture(scope="session")
 def run_cache(tmp_path_factory) -> Path:
@@ -238,3 +241,80 @@ def test_default_solve_of_a_pair_agrees_with_the_modes_basis_full(cache, student
 @pytest.mark.full
 def test_relu_pair_at_L64(cache):
     _levels_vs_modes("relu", "erf", 1, 1, 2, L=64, alpha_max=5.0)
+
+
+# -- the derived equations against Monte Carlo over the Gaussian fields -----------------------
+
+_G = {"relu": (lambda x: np.maximum(x, 0), lambda x: (x > 0) * 1.0),
+      "erf": (lambda x: _erf(x / np.sqrt(2)), lambda x: np.sqrt(2 / np.pi) * np.exp(-x * x / 2)),
+      "linear": (lambda x: x, lambda x: np.ones_like(x)),
+      "x**2": (lambda x: x * x, lambda x: 2 * x),
+      "x**3 - 3*x": (lambda x: x**3 - 3 * x, lambda x: 3 * x * x - 3)}
+
+
+def _erf(x):
+    from scipy.special import erf
+    return erf(x)
+
+
+def _monte_carlo_check(student, teacher, K, M, readout=None, n=400_000, seed=7):
+    """Every coefficient of the derived hierarchy (the order-1 drift at a given next level,
+    the η² bracket, ε_g) at one realisable state against a Monte Carlo average over the
+    fields it is an expectation of.  The state is built from vectors (J, B in dimension 5 with
+    a diagonal Σ), so the level-1 and level-2 order parameters are consistent."""
+    from derive.family.orthant import lambdify
+    from derive.hierarchy import Hierarchy
+    key = SystemKey(student, K, M, teacher=teacher, readout=readout)
+    h = Hierarchy(key)
+    v, u = [np.array([float(x) for x in r]) for r in h.readouts]
+    rng = np.random.default_rng(seed)
+    lam = np.array([1.6, 1.2, 1.0, 0.7, 0.5])
+    J, B = rng.normal(size=(K, 5)) * 0.5, rng.normal(size=(M, 5)) * 0.5
+    sub = {}
+    for blk, p in ((h.v1, 1), (h.nxt, 2)):
+        S = np.diag(lam ** p)
+        for i in range(K):
+            for j in range(K):
+                sub[blk.Q[i, j]] = J[i] @ S @ J[j]
+            for m in range(M):
+                sub[blk.R[i, m]] = J[i] @ S @ B[m]
+        for m in range(M):
+            for k in range(M):
+                sub[blk.T[m, k]] = B[m] @ S @ B[k]
+    sub[h.eta] = 1.0
+    xi = rng.normal(size=(n, 5)) * np.sqrt(lam)
+    x, y = xi @ J.T, xi @ B.T                     # level-1 fields
+    zx, zy = (xi * lam) @ J.T, (xi * lam) @ B.T   # generalised (level-2) fields
+    gs, gt = _G[SystemKey(student, 1, 1).activation], _G[SystemKey(teacher, 1, 1).activation]
+    delta = gt[0](y) @ u - gs[0](x) @ v
+    samples = []
+    for i in range(K):
+        for m in range(M):
+            samples.append((v[i] * gs[1](x[:, i]) * zy[:, m] * delta, 0 * delta))
+    for i in range(K):
+        for j in range(i, K):
+            lin = (v[i] * gs[1](x[:, i]) * zx[:, j] + v[j] * gs[1](x[:, j]) * zx[:, i]) * delta
+            samples.append((lin, v[i] * v[j] * gs[1](x[:, i]) * gs[1](x[:, j]) * delta**2))
+    samples.append((0.5 * delta**2, None))
+    exprs = [p for part in h._parts for p in part] + [h.eps_g]
+    want = [s for pair in samples[:-1] for s in pair] + [samples[-1][0]]
+    for e, s in zip(exprs, want):
+        syms = sorted(sp.sympify(e).free_symbols, key=str)
+        val = float(lambdify(syms, e, "numpy")(*[sub[q] for q in syms])) if syms else float(e)
+        mean, err = float(np.mean(s)), float(np.std(s)) / np.sqrt(n)
+        # 5 standard errors: a single comparison fails by chance with probability 6e-7
+        assert abs(val - mean) <= 5 * err + 1e-12, (key.description, e, val, mean, err)
+
+
+@pytest.mark.parametrize("student, teacher, K, M", [("relu", "erf", 2, 2), ("erf", "relu", 2, 1)])
+def test_derived_equations_match_monte_carlo(student, teacher, K, M):
+    _monte_carlo_check(student, teacher, K, M)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("student, teacher, K, M, readout", [
+    ("relu", "relu", 2, 2, None), ("erf", "relu", 2, 2, None), ("erf", "linear", 2, 2, None),
+    ("x**2", "x**2", 2, 2, None), ("x**3 - 3*x", "x", 2, 1, None), ("relu", "linear", 2, 2, None),
+    ("relu", "erf", 2, 2, ["1/2", "1/2", "1/2", "1/2"]), ("erf", "erf", 2, 1, ["1", "-1", "2"])])
+def test_derived_equations_match_monte_carlo_full(student, teacher, K, M, readout):
+    _monte_carlo_check(student, teacher, K, M, readout, n=2_000_000)
