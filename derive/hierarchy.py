@@ -288,6 +288,30 @@ class Hierarchy:
         return self._split[1]
 
     @cached_property
+    def fn(self) -> list:
+        """Label-noise coefficients: the η² term gains e2·ν·noise·fn (conventions.md),
+        fn = v_i v_j <g_s'(x_i) g_s'(x_j)> for Q_ij and 0 for R_in; state order."""
+        K, M = self.key.K, self.key.M
+        v, _ = self.readouts
+        out = [sp.Integer(0)] * (K * M)
+        for i in range(K):
+            for j in range(i, K):
+                out.append(sp.expand(v[i] * v[j]) * self._gp_gp(("x", i), ("x", j)))
+        return out
+
+    def _gp_gp(self, a, b):
+        """<g_s'(a) g_s'(b)> for two student fields (coincident ReLU fields merged)."""
+        c = sp.Matrix([[self._c1(a, a), self._c1(a, b)], [self._c1(b, a), self._c1(b, b)]])
+        if self._plain:
+            return integrals.gp_gp(self.key.activation, c)
+        from .family.activations import THETA, activation
+        from .family.integrals import _expand
+        factor = activation(self.key.activation).derivative_factor()
+        if a == b and factor[1] == THETA:
+            return _expand(sp.Matrix([[c[0, 0]]]), [factor])      # theta² = theta
+        return _expand(c, [factor, factor])
+
+    @cached_property
     def eps_g(self) -> sp.Expr:
         K, M = self.key.K, self.key.M
         I2 = self._I2

@@ -318,3 +318,62 @@ def test_derived_equations_match_monte_carlo(student, teacher, K, M):
     ("relu", "erf", 2, 2, ["1/2", "1/2", "1/2", "1/2"]), ("erf", "erf", 2, 1, ["1", "-1", "2"])])
 def test_derived_equations_match_monte_carlo_full(student, teacher, K, M, readout):
     _monte_carlo_check(student, teacher, K, M, readout, n=2_000_000)
+
+
+# -- label noise, weight decay, batch size ----------------------------------------------------
+
+def _linear_reference(lam, init, eta, noise, kappa, batch, order, alphas, dps=30):
+    """ε_g of linear K = M = 1 (v = u = 1) written out from the conventions (modes basis):
+    dR_k = η λ_k (T_k - R_k) - η κ R_k,
+    dQ_k = 2 η λ_k (R_k - Q_k) + e2 (η²/B) w_k λ_k [T_1 - 2 R_1 + Q_1 + noise] - 2 η κ Q_k,
+    integrated by mpmath's Taylor-series ODE solver (not the code under test)."""
+    with mpmath.workdps(dps):
+        L = len(lam)
+        lam = [mpmath.mpf(x) for x in lam]
+        w = [mpmath.mpf(1) / L] * L
+        eta, noise, kappa = (mpmath.mpf(x) for x in (eta, noise, kappa))
+        R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in init)
+        T1 = sum(l * t for l, t in zip(lam, T))
+        e2 = 1 if order == 2 else 0
+
+        def f(a, y):
+            R, Q = y[:L], y[L:]
+            R1 = sum(l * r for l, r in zip(lam, R))
+            Q1 = sum(l * q for l, q in zip(lam, Q))
+            dR = [eta * lam[k] * (T[k] - R[k]) - eta * kappa * R[k] for k in range(L)]
+            dQ = [2 * eta * lam[k] * (R[k] - Q[k])
+                  + e2 * eta**2 / batch * w[k] * lam[k] * (T1 - 2 * R1 + Q1 + noise)
+                  - 2 * eta * kappa * Q[k] for k in range(L)]
+            return dR + dQ
+
+        sol = mpmath.odefun(f, 0, R0 + Q0)
+        out = []
+        for a in alphas:
+            y = sol(mpmath.mpf(a))
+            R1 = sum(l * r for l, r in zip(lam, y[:L]))
+            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
+            out.append((T1 - 2 * R1 + Q1) / 2)
+        return out
+
+
+@pytest.mark.parametrize("basis", ["levels", "modes"])
+@pytest.mark.parametrize("noise, kappa, batch, order", [("0.3", "0", 1, 2), ("0", "0.05", 1, 2),
+                                                        ("0.5", "0.1", 4, 2), ("0", "0.2", 1, 1)])
+def test_noise_decay_batch_against_the_written_out_linear_odes(cache, basis, noise, kappa, batch,
+                                                               order):
+    lam = ["2", "1", "0.5"]
+    init = (["0.05", "0", "-0.05"], ["0.02", "0.025", "0.03"], ["0.3", "0.3", "0.4"])
+    alphas = [0.5, 2.0, 6.0]
+    doc = {"model": {"activation": "linear", "K": 1, "M": 1},
+           "data": {"eigenvalues": [2, 1, 0.5]},
+           "training": {"eta": "0.3", "order": order, "init": "explicit", "noise": noise,
+                        "weight_decay": kappa, "batch_size": batch},
+           "init": {"modes": {"R": [[[v]] for v in init[0]], "Q": [[[v]] for v in init[1]],
+                              "T": [[[v]] for v in init[2]]}},
+           "solve": {"alphas": alphas, "basis": basis}}
+    got = _eps(solve_spec(parse_spec(doc)))
+    ref = _linear_reference(lam, init, "0.3", noise, kappa, batch, order, alphas)
+    # the solve claims 12 verified digits; the reference carries ~30
+    with mpmath.workdps(30):
+        for g, r in zip(got, ref):
+            assert abs(g - r) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(r), (g, r)

@@ -27,7 +27,8 @@ def _problem(key, L, order=1, seed=0):
                    random_init(key.K, key.M, 1024, s, Fraction(1, 100), seed))
 
 
-@pytest.mark.parametrize("key", [SystemKey("erf", 1, 1), SystemKey("erf", 2, 2)])
+@pytest.mark.parametrize("key", [SystemKey("erf", 1, 1), SystemKey("erf", 2, 2),
+                                 SystemKey("relu", 2, 2, teacher="erf")])
 def test_jets_match_derivatives_of_the_generated_coefficients(key):
     """Coefficient k of a(v1(τ)), f(v1(τ)) for a polynomial path v1(τ) equals the Taylor
     coefficient of the generated coefficients (mpmath numerical differentiation at 60 digits):
@@ -50,7 +51,9 @@ def test_jets_match_derivatives_of_the_generated_coefficients(key):
         def component(i):
             def f(tau):
                 v = [sum(path[k][s] * tau**k for k in range(order + 1)) for s in range(len(v0))]
-                return mod.coefficients(v, t1, num.eta, ctx)[i]
+                # the outputs: a, f, then the label-noise coefficients
+                noise = mod.module.noise_coefficients(v, t1, ctx)[:len(mod.FN_INDEX)]
+                return (list(mod.coefficients(v, t1, num.eta, ctx)) + list(noise))[i]
             return f
         for i in range(jets.N_OUTPUTS):
             ref = mpmath.taylor(component(i), 0, order)

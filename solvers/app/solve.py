@@ -36,7 +36,8 @@ def problem_of(spec: Spec) -> Problem:
         init = expected_init(spectrum, m.K, m.M, tr.sigma_J)
     else:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
-    return Problem(key, spectrum, Fraction(tr.eta), tr.order, init)
+    return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
+                   weight_decay=tr.weight_decay, batch_size=tr.batch_size)
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):

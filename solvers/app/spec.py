@@ -123,6 +123,14 @@ class TrainingSpec:
     sigma_J: Fraction = Fraction(1, 100)
     seed: int = 0
     init: str = "random"           # "random" | "explicit" | "expected"
+    noise: Fraction = Fraction(0)          # label-noise variance
+    weight_decay: Fraction = Fraction(0)   # κ: J <- J (1 - η κ / N) + ...
+    batch_size: int = 1                    # samples per SGD step
+
+    @property
+    def is_plain(self) -> bool:
+        """No label noise, no weight decay, one sample per step (the original model)."""
+        return self.noise == 0 and self.weight_decay == 0 and self.batch_size == 1
 
 
 @dataclass(frozen=True)
@@ -385,6 +393,9 @@ _SCHEMA = {
         "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
         "seed": (_int, 0, _ge(0)),
         "init": (_str, "random", _one_of("random", "explicit", "expected")),
+        "noise": (_exact, Fraction(0), _ge(0)),
+        "weight_decay": (_exact, Fraction(0), _ge(0)),
+        "batch_size": (_int, 1, _ge(1)),
     },
     "solve": {
         "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
@@ -701,6 +712,19 @@ def _model_dict(m: ModelSpec) -> dict:
     return out
 
 
+def _training_extra(t: TrainingSpec) -> dict:
+    """noise, weight_decay, batch_size when not at their defaults (the original model's
+    dictionary is unchanged)."""
+    out = {}
+    if t.noise != 0:
+        out["noise"] = _out(t.noise)
+    if t.weight_decay != 0:
+        out["weight_decay"] = _out(t.weight_decay)
+    if t.batch_size != 1:
+        out["batch_size"] = t.batch_size
+    return out
+
+
 def spec_to_dict(spec: Spec) -> dict:
     """Inverse of `parse_spec`: parse_spec(spec_to_dict(s)) == s for terminating decimals."""
     m, d, t, s = spec.model, spec.data, spec.training, spec.solve
@@ -717,7 +741,7 @@ def spec_to_dict(spec: Spec) -> dict:
         "model": _model_dict(m),
         "data": data,
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
-                     "seed": t.seed, "init": t.init},
+                     "seed": t.seed, "init": t.init, **_training_extra(t)},
         "solve": solve,
     }
     if spec.init is not None:
