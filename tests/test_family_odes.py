@@ -377,3 +377,40 @@ def test_noise_decay_batch_against_the_written_out_linear_odes(cache, basis, noi
     with mpmath.workdps(30):
         for g, r in zip(got, ref):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(r), (g, r)
+
+
+def test_orthant_jets_match_derivatives_of_the_quadrature(cache):
+    """The Taylor jets of the ReLU η² coefficient that holds the orthant probability (Q_12 of
+    relu/erf K = M = 2) along a polynomial path of v1 equal mpmath's numerical Taylor
+    coefficients of the generated coefficient (quadrature at every point): the jet op from
+    the elementary gradient is checked against the integral itself."""
+    from solvers.core.numbers import MpmathContext
+    from solvers.core.problem import Problem, random_init
+    from solvers.core.registry import load
+    from derive import spectra
+    from fractions import Fraction
+    key = SystemKey("relu", 2, 2, teacher="erf")
+    jets, mod = load(key, "taylor"), load(key, "mpmath")
+    s = spectra.power_law(4, 1)
+    prob = Problem(key, s, Fraction(1, 10), 2, random_init(2, 2, 1024, s, Fraction(1, 2), 3))
+    q12 = mod.STATE.index("Q_12")
+    i = len(mod.A_INDEX) + list(mod.F_INDEX).index(q12)
+    order = 2      # coefficients 1, 2 exercise both terms of the recurrence (j = 1..k)
+    with MpmathContext(30) as ctx:
+        num = prob.numeric(ctx)
+        v0 = list(mod.closure(num.y_levels, num.c)[0])
+        rng = np.random.default_rng(1)
+        path = [v0] + [[mpmath.mpf(float(x)) / 50 for x in rng.standard_normal(len(v0))]
+                       for _ in range(order)]
+        t1 = list(num.T_levels[0])
+        state, out = jets.jets_start(path[0], t1, num.eta, ctx)
+        got = [out[i]] + [jets.jets_extend(state, path[k], k)[i] for k in range(1, order + 1)]
+
+        def f(tau):
+            v = [sum(path[k][j] * tau**k for k in range(order + 1)) for j in range(len(v0))]
+            return mod.coefficients(v, t1, num.eta, ctx)[i]
+        ref = mpmath.taylor(f, 0, order)
+        assert "orthant4" in open(mod.module.__file__).read()
+        for k in range(order + 1):
+            # numerical differentiation at 30 digits keeps ~20 of them at order 2
+            assert abs(got[k] - ref[k]) <= mpmath.mpf(10) ** -15 * max(abs(ref[0]), 1), k
