@@ -220,7 +220,7 @@ def _levels_vs_modes(student, teacher, K, M, order, **kw):
 
 SMALL = [("relu", "erf", 1, 1, 2), ("erf", "relu", 1, 1, 2), ("relu", "relu", 1, 1, 2),
          ("x**3 - 3*x", "x", 1, 1, 1)]
-FULL = [("relu", "relu", 2, 2, 2), ("relu", "erf", 2, 2, 1), ("erf", "relu", 2, 2, 2),
+FULL = [("relu", "relu", 2, 2, 2), ("relu", "erf", 2, 2, 2), ("erf", "relu", 2, 2, 2),
         ("erf", "linear", 2, 2, 2), ("relu", "erf", 2, 1, 2), ("x**2", "x**2", 2, 2, 1)]
 
 
