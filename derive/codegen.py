@@ -161,6 +161,10 @@ class _Derivation:
     da_exprs: list
     df_idx: list
     df_exprs: list
+    fn_idx: list
+    fn_exprs: list
+    dfn_idx: list
+    dfn_exprs: list
 
 
 def _derivatives(exprs, variables):
@@ -194,7 +198,12 @@ def _derive(key: SystemKey) -> _Derivation:
     _check_symbols([h.eps_g], list(v1) + list(t1), f"{key.tag} eps_g")
     da_idx, da_exprs = _derivatives(a_exprs, v1)
     df_idx, df_exprs = _derivatives(f_exprs, v1)
-    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs)
+    fn_idx = [s for s in range(n) if h.fn[s] != 0]
+    fn_exprs = [h.fn[s] for s in fn_idx]
+    _check_symbols(fn_exprs, list(v1) + list(t1), f"{key.tag} noise coefficients")
+    dfn_idx, dfn_exprs = _derivatives(fn_exprs, v1)
+    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs,
+                       fn_idx, fn_exprs, dfn_idx, dfn_exprs)
 
 
 def render(key: SystemKey, target: str | None = None) -> str:
@@ -213,6 +222,7 @@ def render(key: SystemKey, target: str | None = None) -> str:
     coef_lines, coef_out = _block(a_exprs + f_exprs, printer)
     deriv_lines, deriv_out = _block(da_exprs + df_exprs, printer)
     eps_lines, eps_out = _block([h.eps_g], printer)
+    noise_lines, noise_out = _block(d.fn_exprs + d.dfn_exprs, printer)
 
     labels = state_labels(key.K, key.M)
     tlabels = teacher_labels(key.M)
@@ -240,6 +250,11 @@ def render(key: SystemKey, target: str | None = None) -> str:
     src += function("eps_g(v1, t1, ctx=None)",
                     "Generalisation error from level-1 state v1 and teacher t1 (vectorises in numpy).",
                     eps_lines, eps_out[0])
+    # label noise: the η² term gains e2·ν·noise·fn (fn = v_i v_j <g'(x_i) g'(x_j)> on Q_ij)
+    src += (f"\n\nFN_INDEX, DFN_INDEX = {tuple(d.fn_idx)!r}, {tuple(d.dfn_idx)!r}\n")
+    src += function("noise_coefficients(v1, t1, ctx=None)",
+                    "Label-noise coefficients fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX "
+                    "order).", noise_lines, f"({', '.join(noise_out)},)")
     return src
 
 

@@ -128,10 +128,10 @@ class Hierarchy:
         if self._plain:
             return integrals.I4(self.key.activation, self._cov4(f))
         acts = tuple(self._act(x) for x in f)
-        # a ReLU student field in two slots (i = j, or x_k = x_i): the four-field forms divide
-        # by the vanishing conditional variance, so the coincident slots are merged into one
-        # field carrying the product of their factors (theta * theta = theta, ...)
-        if self.key.activation == "relu" and len(set(f)) < 4:
+        # a ReLU field in two slots (i = j, x_k = x_i, y_n = y_m): the four-field forms divide
+        # by its vanishing conditional variance, so coincident step-function fields are merged
+        # into one slot carrying the product of their factors (theta^2 = theta)
+        if "relu" in acts and len(set(f)) < 4:
             return self._merged_I4(f)
         return self._generic(("I4",) + acts, 4)(self._cov4(f))
 
@@ -161,27 +161,31 @@ class Hierarchy:
         return lambda cov: expr.xreplace({s: cov[a, b] for s, (a, b) in syms})
 
     def _merged_I4(self, f):
-        """<g'(f1) g'(f2) g(f3) g(f4)> with coincident fields merged into one slot each."""
-        from .family.activations import activation
+        """<g'(f1) g'(f2) g(f3) g(f4)> with coincident ReLU (step-function) fields merged into
+        one slot; other coincident fields (erf: erf² is not erf) stay in separate slots, whose
+        covariance may be singular (the erf and polynomial reductions allow it)."""
+        from .family.activations import ONE, THETA, activation
         from .family.integrals import _expand
         fields, factors = [], []
         for slot, x in enumerate(f):
             coeffs, kind = activation(self._act(x)).factor(derivative=slot < 2)
-            if x in fields:
-                k = fields.index(x)
-                c0, k0 = factors[k]
-                if k0 != kind and "one" not in (k0, kind):
-                    raise NotImplementedError(f"cannot merge factors {k0}, {kind} of one field")
-                prod = [0] * (len(c0) + len(coeffs) - 1)
-                for p, a in enumerate(c0):
-                    for q, b in enumerate(coeffs):
-                        prod[p + q] += a * b
-                factors[k] = (tuple(sp.sympify(c) for c in prod), kind if k0 == "one" else k0)
-            else:
+            k = next((k for k, y in enumerate(fields) if y == x and kind in (ONE, THETA)
+                      and factors[k][1] in (ONE, THETA)), None)
+            if k is None:
                 fields.append(x)
                 factors.append((coeffs, kind))
+                continue
+            c0, k0 = factors[k]
+            prod = [sp.Integer(0)] * (len(c0) + len(coeffs) - 1)
+            for p, a in enumerate(c0):
+                for q, b in enumerate(coeffs):
+                    prod[p + q] += a * b
+            factors[k] = (tuple(prod), THETA if THETA in (k0, kind) else ONE)
         cov = sp.Matrix(len(fields), len(fields), lambda a, b: self._c1(fields[a], fields[b]))
-        return _expand(cov, factors)
+        out = _expand(cov, factors)
+        if out.has(sp.nan, sp.zoo, sp.oo):
+            raise AssertionError(f"I4 of {f}: the reduction divided by zero")
+        return out
 
     # -- the readouts ----------------------------------------------------------------------
     @cached_property
@@ -282,6 +286,30 @@ class Hierarchy:
     @property
     def f(self) -> list:
         return self._split[1]
+
+    @cached_property
+    def fn(self) -> list:
+        """Label-noise coefficients: the η² term gains e2·ν·noise·fn (conventions.md),
+        fn = v_i v_j <g_s'(x_i) g_s'(x_j)> for Q_ij and 0 for R_in; state order."""
+        K, M = self.key.K, self.key.M
+        v, _ = self.readouts
+        out = [sp.Integer(0)] * (K * M)
+        for i in range(K):
+            for j in range(i, K):
+                out.append(sp.expand(v[i] * v[j]) * self._gp_gp(("x", i), ("x", j)))
+        return out
+
+    def _gp_gp(self, a, b):
+        """<g_s'(a) g_s'(b)> for two student fields (coincident ReLU fields merged)."""
+        c = sp.Matrix([[self._c1(a, a), self._c1(a, b)], [self._c1(b, a), self._c1(b, b)]])
+        if self._plain:
+            return integrals.gp_gp(self.key.activation, c)
+        from .family.activations import THETA, activation
+        from .family.integrals import _expand
+        factor = activation(self.key.activation).derivative_factor()
+        if a == b and factor[1] == THETA:
+            return _expand(sp.Matrix([[c[0, 0]]]), [factor])      # theta² = theta
+        return _expand(c, [factor, factor])
 
     @cached_property
     def eps_g(self) -> sp.Expr:

@@ -225,7 +225,8 @@ def program(key):
     h = d.h
     printer = ContextPrinter({"fully_qualified_modules": False})
     prog = _Program(h.v1.state, list(h.v1.teacher) + [h.eta], printer)
-    exprs = [_shorter_bases(e, h.v1.state) for e in d.a_exprs + d.f_exprs]
+    # outputs: a, f, then the label-noise coefficients fn (used only when noise > 0)
+    exprs = [_shorter_bases(e, h.v1.state) for e in d.a_exprs + d.f_exprs + d.fn_exprs]
     replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
     for sym, val in replacements:
         prog.bound[sym] = prog.emit(val)

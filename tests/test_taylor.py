@@ -50,7 +50,9 @@ def test_jets_match_derivatives_of_the_generated_coefficients(key):
         def component(i):
             def f(tau):
                 v = [sum(path[k][s] * tau**k for k in range(order + 1)) for s in range(len(v0))]
-                return mod.coefficients(v, t1, num.eta, ctx)[i]
+                # the outputs: a, f, then the label-noise coefficients
+                noise = mod.module.noise_coefficients(v, t1, ctx)[:len(mod.FN_INDEX)]
+                return (list(mod.coefficients(v, t1, num.eta, ctx)) + list(noise))[i]
             return f
         for i in range(jets.N_OUTPUTS):
             ref = mpmath.taylor(component(i), 0, order)

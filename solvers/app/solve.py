@@ -28,7 +28,7 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 def problem_of(spec: Spec) -> Problem:
     check_generated_system(spec)      # refuse a derivation that would take hours
     # the ODE options implemented so far; anything else would be silently ignored
-    refuse_training_options(spec, "the ODEs")
+    refuse_training_options(spec, "the ODEs", supported=("noise", "weight_decay", "batch_size"))
     if spec.model.readout != "fixed":
         raise ValueError('[model] readout = "trained": not implemented by the ODEs yet '
                          '(the simulator runs it: scaling-odes simulate)')
@@ -41,7 +41,8 @@ def problem_of(spec: Spec) -> Problem:
         init = expected_init(spectrum, m.K, m.M, tr.sigma_J)
     else:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
-    return Problem(key, spectrum, Fraction(tr.eta), tr.order, init)
+    return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
+                   weight_decay=tr.weight_decay, batch_size=tr.batch_size)
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):

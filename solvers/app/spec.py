@@ -136,6 +136,11 @@ class TrainingSpec:
         return None if self.schedule is None else {"kind": self.schedule[0],
                                                    **dict(self.schedule[1])}
 
+    @property
+    def is_plain(self) -> bool:
+        """No label noise, no weight decay, one sample per step (the original model)."""
+        return self.noise == 0 and self.weight_decay == 0 and self.batch_size == 1
+
     def family_options(self) -> list[str]:
         """The family's training options given with other than their default values."""
         return [k for k, plain in (("noise", 0), ("weight_decay", 0), ("batch_size", 1),

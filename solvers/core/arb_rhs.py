@@ -60,6 +60,17 @@ class ArbMatRHS:
         self._teacher_entries = [(k, s, t - self.n) for k, (s, t) in enumerate(a_index)
                                  if t >= self.n]
         self._f_entries = [(len(a_index) + k, s) for k, s in enumerate(mod.F_INDEX)]
+        # label noise (e2·ν·noise·fn on Q) and weight decay (-η κ R, -2 η κ Q): conventions.md
+        self.noise, self.decay = num.noise, num.decay
+        self.has_noise = self.has_e2 and not (num.noise == 0)
+        self.has_decay = not (num.decay == 0)
+        n_af = len(a_index) + len(mod.F_INDEX)
+        self._fn_entries = [(n_af + k, s) for k, s in enumerate(mod.FN_INDEX)]
+        if self.has_decay:
+            Dd = arb_mat(self.n, self.n)
+            for s in range(self.n):
+                Dd[s, s] = num.eta * num.decay * (1 if s < mod.K * mod.M else 2)
+            self.Dd = Dd
         if basis == "levels":
             C = arb_mat(L, L)
             for i in range(L - 1):
@@ -103,10 +114,18 @@ class ArbMatRHS:
         Short mantissas make those products several times cheaper.
         """
         if self.coef_dps is None:
-            return self.mod.coefficients(v1, self.t1, self.eta, self.ctx)
+            return self._with_noise(v1, self.mod.coefficients(v1, self.t1, self.eta, self.ctx))
         with self.ctx.workdps(self.coef_dps):
-            co = self.mod.coefficients([+x for x in v1], self.t1, self.eta, self.ctx)
+            v1 = [+x for x in v1]
+            co = self._with_noise(v1, self.mod.coefficients(v1, self.t1, self.eta, self.ctx))
             return [x.mid() for x in co]
+
+    def _with_noise(self, v1, co):
+        """a, f and (with label noise) the noise coefficients fn, in the jets' output order."""
+        if not self.has_noise:
+            return co
+        fn = self.mod.noise_coefficients(v1, self.t1, self.ctx)[:len(self._fn_entries)]
+        return list(co) + list(fn)
 
     def _matrices(self, co):
         arb_mat = _arb_mat()
@@ -119,6 +138,9 @@ class ArbMatRHS:
         f = arb_mat(1, self.n)
         for k, s in self._f_entries:
             f[0, s] = co[k]
+        if self.has_noise:
+            for k, s in self._fn_entries:
+                f[0, s] += self.noise * co[k]
         return As, At, f
 
     def __call__(self, t, Y):
@@ -130,4 +152,6 @@ class ArbMatRHS:
             out = self.D * (Y * As + self.teacher * At)
         if self.has_e2:
             out = out + self.forcing * (f * self.e2)
+        if self.has_decay:
+            out = out - Y * self.Dd
         return out

@@ -36,6 +36,10 @@ class System:
         # per output component s: the a entries (k, t) of its row, and the position of f_s
         self._rows = [([(k, t) for k, (ss, t) in enumerate(self.A_INDEX) if ss == s],
                        f_pos.get(s)) for s in range(n)]
+        self.FN_INDEX = getattr(module, "FN_INDEX", ())
+        self.DFN_INDEX = getattr(module, "DFN_INDEX", ())
+        # weight decay: -η κ R_in, -2 η κ Q_ij (conventions.md), per state column
+        self._decay_factor = np.array([1] * (self.K * self.M) + [2] * (n - self.K * self.M))
 
     def __repr__(self):
         return f"System({self.module.__name__}, {getattr(self.ctx, 'name', None)})"
@@ -51,6 +55,34 @@ class System:
     def eps_g(self, v1, t1, ctx=None):
         """ε_g of the level-1 state and teacher (vectorises over arrays in float64)."""
         return self.module.eps_g(v1, t1, self.ctx if ctx is None else ctx)
+
+    def _noise(self, v1, t1, ctx):
+        """(fn, d fn / d v1) of the label-noise term (FN_INDEX, DFN_INDEX order)."""
+        out = self.module.noise_coefficients(v1, t1, self.ctx if ctx is None else ctx)
+        return out[:len(self.FN_INDEX)], out[len(self.FN_INDEX):]
+
+    def _extras(self, out, y, v1, t1, nuv, eta, e2, noise, decay, ctx):
+        """Add the label-noise and weight-decay terms to ``out`` (rows over levels/modes)."""
+        if noise is not None and not (noise == 0) and not (e2 == 0):
+            fn, _ = self._noise(v1, t1, ctx)
+            for k, s in enumerate(self.FN_INDEX):
+                out[:, s] = out[:, s] + (e2 * noise * fn[k]) * nuv
+        if decay is not None and not (decay == 0):
+            out -= (eta * decay) * (y * self._decay_factor)
+        return out
+
+    def _jac_extras(self, G, J, y, v1, t1, nuv, eta, e2, noise, decay, ctx):
+        """The noise term's dependence on v1 (into G) and weight decay's diagonal (into J)."""
+        if noise is not None and not (noise == 0) and not (e2 == 0):
+            _, dfn = self._noise(v1, t1, ctx)
+            for k, (kf, u) in enumerate(self.DFN_INDEX):
+                G[:, self.FN_INDEX[kf], u] += (e2 * noise * dfn[k]) * nuv
+        if decay is not None and not (decay == 0):
+            L, n = y.shape
+            d = np.tile(self._decay_factor, L)
+            for r in range(L * n):
+                J[r, r] -= eta * decay * d[r]
+        return J
 
     # -- building blocks ----------------------------------------------------------------------
 
@@ -95,14 +127,16 @@ class System:
 
     # -- the two bases ------------------------------------------------------------------------
 
-    def rhs_levels(self, y, T, c, nu, eta, e2, ctx=None):
-        """d y / d alpha in the level basis; y (L, N_STATE), T (L, N_TEACHER), c (L,), nu (L,)."""
+    def rhs_levels(self, y, T, c, nu, eta, e2, ctx=None, noise=None, decay=None):
+        """d y / d alpha in the level basis; y (L, N_STATE), T (L, N_TEACHER), c (L,), nu (L,).
+        ``noise``, ``decay``: label-noise variance and weight decay κ (None or 0: none)."""
         nx = self.closure(y, c)
         co = self.coefficients(nx[0], T[0], eta, ctx)
         nxt = np.concatenate([nx, T], axis=1)
-        return self.combine(co, nxt, nu, e2, np.empty_like(y))
+        out = self.combine(co, nxt, nu, e2, np.empty_like(y))
+        return self._extras(out, y, nx[0], T[0], nu, eta, e2, noise, decay, ctx)
 
-    def jac_levels(self, y, T, c, nu, eta, e2, ctx=None):
+    def jac_levels(self, y, T, c, nu, eta, e2, ctx=None, noise=None, decay=None):
         """Jacobian of rhs_levels by y (flattened level-major), shape (L*N_STATE, L*N_STATE)."""
         L, n = y.shape
         nx = self.closure(y, c)
@@ -112,6 +146,7 @@ class System:
         A = self.a_state(co, y.dtype)
         G = self._g(dco, nxt, nu, e2, y.dtype)
         J = np.zeros((L * n, L * n), dtype=y.dtype)
+        self._jac_extras(G, J, y, nx[0], T[0], nu, eta, e2, noise, decay, ctx)
         for l in range(L):
             rows = slice(l * n, (l + 1) * n)
             if l + 1 < L:
@@ -125,13 +160,15 @@ class System:
                 J[rows, 0:n] -= c[0] * G[l]
         return J
 
-    def rhs_modes(self, y, T, lam, w, eta, e2, ctx=None):
+    def rhs_modes(self, y, T, lam, w, eta, e2, ctx=None, noise=None, decay=None):
         """d y / d alpha in the modes basis; y (L, N_STATE), T (L, N_TEACHER), lam, w (L,)."""
-        co = self.coefficients(lam @ y, lam @ T, eta, ctx)
+        v1, t1 = lam @ y, lam @ T
+        co = self.coefficients(v1, t1, eta, ctx)
         nxt = lam[:, None] * np.concatenate([y, T], axis=1)
-        return self.combine(co, nxt, w * lam, e2, np.empty_like(y))
+        out = self.combine(co, nxt, w * lam, e2, np.empty_like(y))
+        return self._extras(out, y, v1, t1, w * lam, eta, e2, noise, decay, ctx)
 
-    def jac_modes(self, y, T, lam, w, eta, e2, ctx=None):
+    def jac_modes(self, y, T, lam, w, eta, e2, ctx=None, noise=None, decay=None):
         """Jacobian of rhs_modes by y (flattened mode-major), shape (L*N_STATE, L*N_STATE)."""
         L, n = y.shape
         v1, t1 = lam @ y, lam @ T
@@ -141,6 +178,7 @@ class System:
         A = self.a_state(co, y.dtype)
         G = self._g(dco, nxt, w * lam, e2, y.dtype)
         J = np.zeros((L * n, L * n), dtype=y.dtype)
+        self._jac_extras(G, J, y, v1, t1, w * lam, eta, e2, noise, decay, ctx)
         for k in range(L):
             rows = slice(k * n, (k + 1) * n)
             J[rows, k * n:(k + 1) * n] += lam[k] * A

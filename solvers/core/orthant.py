@@ -60,12 +60,25 @@ def _ray_derivative(r, t, sqrt, asin, pi):
     return total
 
 
+def _check_positive_definite(r) -> None:
+    """ValueError unless the correlation matrix of r is positive definite (float64 screen: the
+    quadratures below assume it, and a matrix outside the cone is not a state of the ODEs)."""
+    R = np.eye(4)
+    for (a, b), x in zip(PAIRS, r):
+        R[a, b] = R[b, a] = float(x.mid()) if hasattr(x, "mid") else float(x)
+    low = np.linalg.eigvalsh(R)[0] if np.all(np.isfinite(R)) else -np.inf
+    if not low > 0:
+        raise ValueError(f"orthant probability: the correlation matrix is not positive definite "
+                         f"(smallest eigenvalue {low:.3g}): the state is not realisable")
+
+
 # -- mpmath -----------------------------------------------------------------------------------
 
 def orthant4_mpmath(*r):
     """P4 at mpmath's working precision (scoped by the caller's context); ValueError when the
     quadrature's error estimate is not below 10^-dps."""
     import mpmath as mp
+    _check_positive_definite(r)
     dps = mp.mp.dps
     with mp.workdps(dps + 10):
         rr = [mp.mpf(x) for x in r]
@@ -92,6 +105,7 @@ def orthant4_arb(*r):
     enclosure of ``acb.integral``; ValueError when it is wider than the precision allows."""
     from flint import acb, arb, ctx
 
+    _check_positive_definite(r)
     rr = [acb(x.mid() if isinstance(x, arb) else x) for x in r]
     pi = arb.pi()
 
@@ -136,13 +150,16 @@ def orthant4_float(*r):
     """P4 in float64 (numpy arrays broadcast); ValueError when two Gauss–Legendre rules differ
     by more than FLOAT64_TOL."""
     rr = [np.asarray(x, dtype=float)[..., None] for x in r]
+    if all(np.ndim(x) == 0 for x in r):
+        _check_positive_definite(r)
 
     def rule(nodes):
         t, w = nodes
         vals = _ray_derivative(rr, t, np.sqrt, np.arcsin, math.pi)
         return 1 / 16 + np.sum(vals * w, axis=-1)
 
-    fine, coarse = rule(_FINE), rule(_COARSE)
+    with np.errstate(invalid="ignore"):         # outside the cone: refused just below
+        fine, coarse = rule(_FINE), rule(_COARSE)
     diff = np.max(np.abs(fine - coarse)) if np.size(fine) else 0.0
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "

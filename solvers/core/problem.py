@@ -44,6 +44,11 @@ class Problem:
     eta: Fraction
     order: int
     init: InitialCondition
+    # docs/theory/conventions.md: label noise variance, weight decay κ on the first layer,
+    # samples per step (the η² term is divided by it); the defaults are the original model
+    noise: Fraction = Fraction(0)
+    weight_decay: Fraction = Fraction(0)
+    batch_size: int = 1
 
     def __post_init__(self):
         eta = self.eta
@@ -65,6 +70,20 @@ class Problem:
         if self.order not in (1, 2) or isinstance(self.order, bool):
             raise ValueError(f"order = {self.order!r} must be 1 (no eta^2 term) or 2")
         _check_shapes(self.init, self.spectrum.L, self.key.K, self.key.M)
+        for name in ("noise", "weight_decay"):
+            value = Fraction(str(getattr(self, name))) if isinstance(getattr(self, name), float) \
+                else Fraction(getattr(self, name))
+            if value < 0:
+                raise ValueError(f"{name} = {value} must be >= 0")
+            object.__setattr__(self, name, value)
+        if isinstance(self.batch_size, bool) or int(self.batch_size) != self.batch_size \
+                or self.batch_size < 1:
+            raise ValueError(f"batch_size = {self.batch_size!r} must be an integer >= 1")
+
+    @property
+    def plain_training(self) -> bool:
+        """No label noise, no weight decay, one sample per step (the original model)."""
+        return self.noise == 0 and self.weight_decay == 0 and self.batch_size == 1
 
     @property
     def L(self) -> int:
@@ -122,7 +141,10 @@ class NumericProblem:
         self.w = np.array([conv(v) for v in sp_.weights], dtype=object)
         self.c = characteristic_coefficients(self.lam, conv(1))
         self.eta = conv(problem.eta)
-        self.e2 = self.eta ** 2 if problem.order == 2 else conv(0)
+        # the η² term of one step averages over batch_size samples (conventions.md)
+        self.e2 = (self.eta ** 2 / problem.batch_size if problem.order == 2 else conv(0))
+        self.noise = conv(problem.noise)
+        self.decay = conv(problem.weight_decay)
         init = problem.init
         if init.basis == "modes":
             self.y_modes = pack_state(ctx.array(init.R), ctx.array(init.Q))

@@ -112,3 +112,15 @@ def eps_g(v1, t1, ctx=None):
     x1 = Q_1_1 + 1
     x2 = T_1_1 + 1
     return x0*ctx.asin(Q_1_1/x1) + x0*ctx.asin(T_1_1/x2) - 2*x0*ctx.asin(R_1_1/(ctx.sqrt(x1)*ctx.sqrt(x2)))
+
+
+FN_INDEX, DFN_INDEX = (1,), ((0, 1),)
+
+
+def noise_coefficients(v1, t1, ctx=None):
+    """Label-noise coefficients fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX order)."""
+    R_1_1, Q_1_1, = v1
+    T_1_1, = t1
+    x0 = -Q_1_1**2 + (Q_1_1 + 1)**2
+    x1 = 2/ctx.pi
+    return (x1/ctx.sqrt(x0), -x1/ctx.sqrt(x0)**3,)

@@ -619,3 +619,20 @@ def eps_g(v1, t1, ctx=None):
     x8 = (1/ctx.sqrt(x7))
     x9 = ((ctx.convert(1)/2))*x0
     return x0*ctx.asin(Q_1_2*x2*x4) - x0*ctx.asin(R_1_1*x2*x6) - x0*ctx.asin(R_1_2*x2*x8) - x0*ctx.asin(R_2_1*x4*x6) - x0*ctx.asin(R_2_2*x4*x8) + x0*ctx.asin(T_1_2*x6*x8) + x9*ctx.asin(Q_1_1/x1) + x9*ctx.asin(Q_2_2/x3) + x9*ctx.asin(T_1_1/x5) + x9*ctx.asin(T_2_2/x7)
+
+
+FN_INDEX, DFN_INDEX = (4, 5, 6), ((0, 4), (1, 4), (1, 5), (1, 6), (2, 6))
+
+
+def noise_coefficients(v1, t1, ctx=None):
+    """Label-noise coefficients fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX order)."""
+    R_1_1, R_1_2, R_2_1, R_2_2, Q_1_1, Q_1_2, Q_2_2, = v1
+    T_1_1, T_1_2, T_2_2, = t1
+    x0 = (1/ctx.pi)
+    x1 = Q_1_1 + 1
+    x2 = -Q_1_1**2 + x1**2
+    x3 = Q_2_2 + 1
+    x4 = -Q_1_2**2 + x1*x3
+    x5 = -Q_2_2**2 + x3**2
+    x6 = x0/ctx.sqrt(x4)**3
+    return (x0/ctx.sqrt(x2), x0/ctx.sqrt(x4), x0/ctx.sqrt(x5), -x0/ctx.sqrt(x2)**3, x6*(-(ctx.convert(1)/2)*Q_2_2 + (ctx.convert(-1)/2)), Q_1_2*x6, x6*(-(ctx.convert(1)/2)*Q_1_1 + (ctx.convert(-1)/2)), -x0/ctx.sqrt(x5)**3,)

@@ -30,3 +30,14 @@ def eps_g(v1, t1, ctx=None):
     T_1_1, = t1
 
     return ((ctx.convert(1)/2))*Q_1_1 - R_1_1 + ((ctx.convert(1)/2))*T_1_1
+
+
+FN_INDEX, DFN_INDEX = (1,), ()
+
+
+def noise_coefficients(v1, t1, ctx=None):
+    """Label-noise coefficients fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX order)."""
+    R_1_1, Q_1_1, = v1
+    T_1_1, = t1
+
+    return (1,)

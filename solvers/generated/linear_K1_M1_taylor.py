@@ -3,7 +3,7 @@
 5 constants); interface: solvers/integrators/jet_ops.py."""
 
 ACTIVATION, K, M = 'linear', 1, 1
-N_NODES, N_OUTPUTS = 3, 5
+N_NODES, N_OUTPUTS = 3, 6
 
 
 from solvers.integrators.jet_ops import mul as _mul, sqr as _sqr, inv as _inv, pow as _pow, asin as _asin
@@ -23,7 +23,7 @@ def jets_start(v1, t1, eta, ctx):
     w2 = [c4 + 1*w1[0] + -2*w0[0]]
     consts = (c0, c1, c2, c3, c4, )
     nodes = [w0, w1, w2]
-    return (consts, nodes), (c1, c2, c0, c3, w2[0], )
+    return (consts, nodes), (c1, c2, c0, c3, w2[0], 1, )
 
 
 def jets_extend_a(state, v1k, k):
@@ -32,7 +32,7 @@ def jets_extend_a(state, v1k, k):
     c0, c1, c2, c3, c4, = consts
     w0, w1, w2, = nodes
 
-    return (0, 0, 0, 0, 0, )
+    return (0, 0, 0, 0, 0, 0, )
 
 
 def jets_extend(state, v1k, k):
@@ -44,4 +44,4 @@ def jets_extend(state, v1k, k):
     w0.append(v1k[0])
     w1.append(v1k[1])
     w2.append(1*w1[k] + -2*w0[k])
-    return (0, 0, 0, 0, w2[k], )
+    return (0, 0, 0, 0, w2[k], 0, )

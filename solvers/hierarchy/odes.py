@@ -168,9 +168,11 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                 args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
                 rhs = mod.rhs_modes
 
+            extra = dict(noise=num.noise, decay=num.decay)
+
             def fun(t, y):
                 with np.errstate(over="ignore", invalid="ignore"):
-                    return rhs(y.reshape(shape), *args).reshape(-1)
+                    return rhs(y.reshape(shape), *args, **extra).reshape(-1)
 
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
 
@@ -242,12 +244,14 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
         rhs = mod.rhs_modes
     nfev = [0]
 
+    extra = dict(noise=float(num.noise), decay=float(num.decay))
+
     def fun(t, y):
         nfev[0] += 1
         if progress is not None and nfev[0] % 50 == 0:
             progress(t)
         with np.errstate(all="ignore"):
-            return rhs(y.reshape(shape), *args).reshape(-1)
+            return rhs(y.reshape(shape), *args, **extra).reshape(-1)
 
     alphas = np.asarray(alphas, dtype=float)
     sol = solve_ivp(fun, (alphas[0], alphas[-1]), y0.reshape(-1), method="DOP853",

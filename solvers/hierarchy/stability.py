@@ -72,7 +72,7 @@ def eta_bound(problem):
     """``(eta_c, how)``: the largest stable learning rate of perfect learning and how it was
     obtained, or None where no bound is known (order 1, erf with K != M)."""
     key = problem.key
-    if problem.order != 2:
+    if problem.order != 2 or not problem.plain_training:
         return None
     T1, nu1 = teacher_level1(problem)
     if key.is_plain("linear"):

@@ -166,9 +166,9 @@ def _fast_route_applies(p, problem, basis) -> bool:
     (η λ_1 >= precision.FAST_MIN_STIFFNESS; below, the explicit RK7(8) is faster)."""
     if not (basis == "modes" and p.integrator == "rodas4" and problem.init.basis == "modes"):
         return False
-    if not problem.key.is_plain():
+    if not (problem.key.is_plain() and problem.plain_training):
         # the float64 index-vectorised kernel (solvers.core.modes_kernel) has the erf and
-        # linear integrals of the original model only
+        # linear integrals of the original model only (no label noise, weight decay, batches)
         return False
     lam1 = max(float(v) for v in problem.spectrum.eigenvalues)
     return float(Fraction(problem.eta)) * lam1 >= precision.FAST_MIN_STIFFNESS

@@ -10,7 +10,8 @@ Interface of a printed jet module (``scaling-odes regenerate`` writes one per sy
 ``jets_start(v1, t1, eta, ctx)`` -> (state, order-0 outputs); ``jets_extend(state, v1k, k)``
 appends coefficient k (>= 1) of every node (v1k: coefficient k of the level-1 state) and returns
 coefficient k of the outputs: the nonzero a entries (A_INDEX order of the system's module,
-``derive.codegen.module_name``) then the f entries (F_INDEX order), N_OUTPUTS in all;
+``derive.codegen.module_name``), the f entries (F_INDEX order), then the label-noise
+coefficients (FN_INDEX order), N_OUTPUTS in all;
 ``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
 
 All functions here take lists of Taylor coefficients (any number type supporting ``+ * /``) and return

@@ -119,6 +119,8 @@ class TaylorSeries:
                 S = rhs.D * S
             if rhs.has_e2:
                 S += rhs.forcing * (mats[k][2] * rhs.e2)
+            if rhs.has_decay:                  # weight decay: linear in the state itself
+                S -= Ys[k] * rhs.Dd
             Y = S / (k + 1)
             Ys.append(Y)
             if k + 1 < order:
@@ -157,7 +159,9 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     p = order or taylor_order(tol)
     series = TaylorSeries(rhs, jets, jet_dps)
     fixed = None
-    if rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS:
+    # the fixed-point series has the original model's terms only (no noise, no weight decay)
+    if (rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS
+            and not rhs.has_noise and not rhs.has_decay):
         from solvers.integrators.fixed_series import FixedPointSeries
         fixed = FixedPointSeries(rhs, jets, series._short, series.extend, jet_dps)
     safety = math.exp(-2.0) * math.exp(-0.7 / (p - 1))

@@ -569,6 +569,9 @@ def feature_scaling_result(spec, progress=None, options: dict | None = None) -> 
         options = read(spec, "linear", LINEAR_SCHEMA)
     started = time.perf_counter()
     m, d, tr = spec.model, spec.data, spec.training
+    if not tr.is_plain:
+        raise ValueError("feature scaling has no label noise, weight decay or batch size "
+                         "([training] noise, weight_decay, batch_size at 0, 0, 1)")
     if not m.is_plain or m.activation != "linear" or m.K != 1 or m.M != 1:
         raise ValueError("feature scaling needs [model] activation = \"linear\", K = 1, M = 1 "
                          "(teacher = student, paper readouts)")

@@ -39,6 +39,10 @@ def checked_options(spec, command: str) -> dict:
     from solvers.app.validate import check_linear
     name = spec.path
     m, t = spec.model, spec.training
+    if not t.is_plain:
+        raise SpecError(f"{name}: [training] noise, weight_decay, batch_size: the exact linear "
+                        f"theory has none of them (keep the defaults 0, 0, 1; `scaling-odes "
+                        f"solve` integrates them)")
     if not (m.is_plain and m.activation == "linear"):
         raise SpecError(f'{name}: [model] {m.system_key().description} but the linear '
                         f'subcommands need activation = "linear" (teacher = student, '

@@ -53,6 +53,10 @@ def _load(path, command="plateau"):
 
 def _check_model(spec):
     m = spec.model
+    if not spec.training.is_plain:
+        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis has no label noise, "
+                         f"weight decay or batch size: [training] noise, weight_decay, "
+                         f"batch_size must keep their defaults 0, 0, 1")
     if not (m.is_plain and m.activation == "erf"):
         raise ValueError(f"{spec.path}: the plateau/asymptotic analysis is for activation = "
                          f"'erf' (teacher = student, paper readouts), got "
