@@ -419,12 +419,21 @@ def check_simulate_section(spec, opts: dict) -> None:
 def check_simulation(spec, options: dict) -> None:
     """Everything ``simulate`` will do for ``spec`` with its validated [simulate] options."""
     m, d = spec.model, spec.data
-    from solvers.app.simulation import family_kwargs
     check_simulation_steps(spec.solve.alpha_grid(), d.N, len(options["seeds"]), K=m.K, M=m.M,
                            generator=options["generator"], eps_holdout=options["eps_holdout"],
-                           batch_size=spec.training.batch_size,
-                           family=bool(family_kwargs(spec)) or m.activation not in ("erf",
-                                                                                  "linear"))
+                           batch_size=spec.training.batch_size, family=_family_model(spec))
+
+
+def _family_model(spec) -> bool:
+    """Whether the simulator runs the family's loop for this spec (a model other than today's:
+    solvers.sim.family.Family.is_default, read off the spec)."""
+    m, t = spec.model, spec.training
+    acts = {m.activation if a is None else a for a in (m.student_activation,
+                                                       m.teacher_activation)}
+    return (len(acts) > 1 or not acts <= {"erf", "linear"} or m.normalisation != "paper"
+            or m.student_readout is not None or m.teacher_readout is not None
+            or m.readout != "fixed" or t.noise != 0 or t.weight_decay != 0
+            or t.batch_size != 1 or t.schedule is not None)
 
 
 # ---- linear curve | window | feature-scaling ---------------------------------------------------
