@@ -438,3 +438,37 @@ def test_trained_readout_mean_dynamics():
     assert _agrees(dev, N), dev.mean(0)
     assert np.all(dev.std(0) < 3 / math.sqrt(N))            # fluctuations O(N^-1/2)
     assert abs(r.v[-1, 0] - 0.4) > 0.3                       # the readout moved
+
+
+# --------------------------------------------------------------------------------------------
+# init = "informed"
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_informed_start(rotate):
+    from derive import spectra
+    from solvers.core.problem import random_init
+    kw = dict(activation="erf", K=3, M=2, N=32, eta=0.3, sigma_J=0.4, seed=5, alphas=[0, 1],
+              L=4, beta=1.0, rotate=rotate)
+    inf = sim.simulate(init="informed", **kw)
+    rnd = sim.simulate(**kw)
+    m, r = inf.init_modes, rnd.init_modes
+    # rows 0, 1 are the teacher's: R = T and Q = T on that block, in every mode
+    np.testing.assert_allclose(m["R"][:, :2, :], m["T"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(m["Q"][:, :2, :2], m["T"], rtol=0, atol=1e-15)
+    # row 2 is the random start's, the teacher too
+    np.testing.assert_array_equal(m["Q"][:, 2, 2], r["Q"][:, 2, 2])
+    np.testing.assert_array_equal(m["T"], r["T"])
+    # the ODE's start is the same realisation, exactly
+    ini = random_init(3, 2, 32, spectra.power_law(4, 1), Fraction(2, 5), 5, rotate,
+                      informed=True)
+    for k in "RQT":
+        np.testing.assert_array_equal(np.asarray(getattr(ini, k), dtype=float), m[k])
+    assert inf.config["init"] == "informed" and "init" not in rnd.config
+
+
+def test_informed_start_has_zero_error_when_k_equals_m():
+    """K = M: the student is the teacher; eps_g vanishes up to rounding at alpha = 0."""
+    r = sim.simulate(activation="erf", K=2, M=2, N=64, eta=0.3, sigma_J=0.4, seed=2,
+                     alphas=[0], L=2, beta=1.0, init="informed")
+    assert abs(r.eps_g[0]) < 1e-15

@@ -106,3 +106,26 @@ spacing = "linear"
     assert cli.main(["simulate", str(p), "--json", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "1000000 samples per step" in err, err
+
+
+def test_informed_init_in_solve_simulate_and_linear(tmp_path, capsys):
+    import numpy as np
+    from solvers.app.solve import problem_of
+    from solvers.core.problem import random_init
+    s = _spec(training={"init": "informed"})
+    assert parse_spec(spec_to_dict(s), sizing=None) == s
+    pr = problem_of(s)
+    ref = random_init(2, 2, 16, pr.spectrum, s.training.sigma_J, 0, False, informed=True)
+    for k in "RQT":
+        np.testing.assert_array_equal(np.asarray(getattr(pr.init, k), dtype=float),
+                                      np.asarray(getattr(ref, k), dtype=float))
+    p = tmp_path / "s.toml"
+    p.write_text('[model]\nactivation = "linear"\nK = 1\nM = 1\n[data]\nL = 2\nN = 16\n'
+                 '[training]\neta = 0.1\ninit = "informed"\n[solve]\nalpha_max = 1\n'
+                 'n_points = 2\nspacing = "linear"\n')
+    assert cli.main(["simulate", str(p), "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["meta"]["init"] == "informed" and out["eps_g"][0] < 1e-15
+    assert cli.main(["linear", "curve", str(p), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert 'init = "informed" is not supported by the linear' in err

@@ -20,8 +20,9 @@ def simulate_options(spec) -> dict:
     if opts["n_trainable"] is not None and opts["n_trainable"] > (N or 0):
         raise sections.error(spec, "simulate", f"n_trainable = {opts['n_trainable']} must be "
                                               f"an integer between 1 and N = {N}")
-    if spec.training.init != "random":
+    if spec.training.init not in ("random", "informed"):
         raise sections.error(spec, "training", f"simulate needs training.init = \"random\" "
+                                              f"or \"informed\" "
                                               f"(got {spec.training.init!r}): a simulation "
                                               f"starts from drawn weights")
     from solvers.app.spec import SpecError
@@ -68,7 +69,8 @@ def simulate_kwargs(spec, options: dict) -> dict:
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
                 eps_holdout=options["eps_holdout"], generator=options["generator"],
-                **family_kwargs(spec))
+                **family_kwargs(spec),
+                **({"init": "informed"} if spec.training.init == "informed" else {}))
 
 
 def family_kwargs(spec) -> dict:

@@ -30,8 +30,9 @@ def problem_of(spec: Spec) -> Problem:
     m, d, tr = spec.model, spec.data, spec.training
     key = SystemKey(m.activation, m.K, m.M)
     spectrum = spectrum_of(spec)
-    if tr.init == "random":
-        init = random_init(m.K, m.M, d.N, spectrum, tr.sigma_J, tr.seed, d.rotate)
+    if tr.init in ("random", "informed"):
+        init = random_init(m.K, m.M, d.N, spectrum, tr.sigma_J, tr.seed, d.rotate,
+                           informed=tr.init == "informed")
     elif tr.init == "expected":
         init = expected_init(spectrum, m.K, m.M, tr.sigma_J)
     else:

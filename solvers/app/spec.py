@@ -74,7 +74,7 @@ class TrainingSpec:
     order: int = 2
     sigma_J: Fraction = Fraction(1, 100)
     seed: int = 0
-    init: str = "random"           # "random" | "explicit" | "expected"
+    init: str = "random"           # "random" | "explicit" | "expected" | "informed"
     # the committee-machine family (its conventions; defaults = today's training)
     noise: Fraction = Fraction(0)           # label-noise variance
     weight_decay: Fraction = Fraction(0)    # kappa, first layer
@@ -391,7 +391,7 @@ _SCHEMA = {
         "order": (_int, 2, _one_of(1, 2)),
         "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
         "seed": (_int, 0, _ge(0)),
-        "init": (_str, "random", _one_of("random", "explicit", "expected")),
+        "init": (_str, "random", _one_of("random", "explicit", "expected", "informed")),
         "noise": (_exact, Fraction(0), _ge(0)),
         "weight_decay": (_exact, Fraction(0), _ge(0)),
         "batch_size": (_int, 1, _all(_ge(1), _rule(lambda v: v <= MAX_BATCH_SIZE,
@@ -494,7 +494,7 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     else:
         d["L"] = DEFAULT_L if d["L"] is None else d["L"]
         d["beta"] = DEFAULT_BETA if d["beta"] is None else d["beta"]
-    if d["N"] is None and training_init == "random":
+    if d["N"] is None and training_init in ("random", "informed"):
         # N only matters for a finite-N realisation; its default must hold the L levels
         if DEFAULT_N % d["L"]:
             raise _Problem(f"[data] N is not given and its default {DEFAULT_N} is not a "

@@ -231,7 +231,7 @@ def check_spec(spec) -> None:
     # memory of a finite-N realisation (the initial condition of init = "random" and the
     # simulator): the weights, and W when rotated
     limit = memory_limit()
-    if d.N is not None and t.init == "random":
+    if d.N is not None and t.init in ("random", "informed"):
         need = 8.0 * d.N * (m.K + m.M) * 4 + (8.0 * d.N ** 2 * 2 if d.rotate else 0)
         if need > limit:
             raise ValueError(f"[data] N = {d.N}: the weights need about {_gib(need)} of memory "

@@ -4,7 +4,13 @@ Both sides of a theory-vs-simulation comparison start from one realisation: the 
 B_na ~ N(0, 1), the student J_ia ~ N(0, sigma_J^2), optionally rotated by a Haar W, drawn from
 ``np.random.SeedSequence(seed).spawn(5)`` (children: teacher, student, rotation, training
 inputs, held-out inputs; the simulator's label noise uses a sixth child, which does not move
-these five).  This module holds the draw and the mode overlaps so that solvers/core does not
+these five).
+
+``informed = True`` (``[training] init = "informed"``) starts the student at the teacher where it
+can: rows i < min(K, M) of J are the teacher's rows B_i (in the original basis, so also after a
+rotation), the others are the random draws of ``informed = False`` (same streams, so the
+random rows and the teacher are those of the random start of the same seed).  With
+untrainable = "zero" the untrainable components are zeroed afterwards, as for random starts.  This module holds the draw and the mode overlaps so that solvers/core does not
 import the simulator (and the simulator does not own the ODE's initial condition).
 
 >>> m = initial_mode_overlaps(K=1, M=1, N=8, sigma_J=0.5, seed=0, L=2)
@@ -34,7 +40,7 @@ def haar_orthogonal(rng, N):
 
 
 def draw_weights(seed, K, M, N, sigma_J, *, rotate=False, n_trainable=None, untrainable="zero",
-                 J0=None, B0=None):
+                 J0=None, B0=None, informed=False):
     """(J, B, W) in the original basis (W = None unless rotated) and the eigenbasis (J~, B~).
 
     With untrainable = "zero" the components a >= n_trainable of J~ are set to zero and
@@ -43,6 +49,9 @@ def draw_weights(seed, K, M, N, sigma_J, *, rotate=False, n_trainable=None, untr
     g_teacher, g_student, g_rot, _, _ = streams(seed)
     B = B0 if B0 is not None else g_teacher.standard_normal((M, N))
     J = J0 if J0 is not None else sigma_J * g_student.standard_normal((K, N))
+    if informed:
+        J = np.array(J)
+        J[:min(K, M)] = B[:min(K, M)]
     n_tr = N if n_trainable is None else n_trainable
     if rotate:
         W = haar_orthogonal(g_rot, N)
@@ -74,7 +83,8 @@ def _int(name, value, minimum):
 
 
 def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, eigenvalues=None, rotate=False,
-                          n_trainable=None, untrainable="zero", J0=None, B0=None):
+                          n_trainable=None, untrainable="zero", J0=None, B0=None,
+                          informed=False):
     """Mode overlaps {"R": (L, K, M), "Q": (L, K, K), "T": (L, M, M)} of the seed's weights,
     for L eigen-blocks of N / L coordinates (L given, or len(eigenvalues))."""
     K, M, N = _int("K", K, 1), _int("M", M, 1), _int("N", N, 1)
@@ -83,7 +93,8 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, eigenvalues=None, r
     if N % L:
         raise ValueError(f"L = {L} must divide N = {N}")
     *_, Jt, Bt = draw_weights(seed, K, M, N, float(sigma_J), rotate=rotate,
-                              n_trainable=n_trainable, untrainable=untrainable, J0=J0, B0=B0)
+                              n_trainable=n_trainable, untrainable=untrainable, J0=J0, B0=B0,
+                              informed=informed)
     block = N // L
     return {"R": mode_overlaps(Jt, Bt, block), "Q": mode_overlaps(Jt, Jt, block),
             "T": mode_overlaps(Bt, Bt, block)}

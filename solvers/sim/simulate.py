@@ -293,6 +293,7 @@ class _Setup:
     B0: np.ndarray | None
     generator: str = DEFAULT_GENERATOR
     fam: fam.Family | None = None       # model options (solvers/sim/family.py)
+    init: str = "random"                # or "informed" (solvers.core.initial)
 
     @property
     def default_model(self) -> bool:
@@ -311,6 +312,8 @@ class _Setup:
                    generator=self.generator)
         if not self.default_model:
             out["model"] = self.fam.describe()
+        if self.init != "random":
+            out["init"] = self.init
         return out
 
 
@@ -323,7 +326,7 @@ FAMILY_DEFAULTS = dict(student_activation=None, teacher_activation=None, normali
 
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
               eigenvalues=None, rotate=False, n_trainable=None, untrainable="zero",
-              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR,
+              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR, init="random",
               **model) -> _Setup:
     unknown = set(model) - set(FAMILY_DEFAULTS)
     if unknown:
@@ -331,6 +334,8 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
     if not isinstance(activation, str):
         raise ValueError(f"activation must be a string, got {activation!r}")
     K_, M_ = (_positive_int("K", K), _positive_int("M", M))
+    if init not in ("random", "informed"):
+        raise ValueError(f"init must be 'random' or 'informed', got {init!r}")
     family = fam.family(K_, M_, activation=activation, **{**FAMILY_DEFAULTS, **model})
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
@@ -399,7 +404,7 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
 
     return _Setup(activation, K, M, N, eta, sigma_J, seed, steps, lam, N // L, n_tr,
                   untrainable, bool(rotate), eps_holdout, weights("J0", J0, K),
-                  weights("B0", B0, M), generator, family)
+                  weights("B0", B0, M), generator, family, init)
 
 
 _streams = initial.streams     # teacher, student, rotation, training inputs, held-out inputs
@@ -433,7 +438,7 @@ def _initial_weights(st: _Setup):
     (solvers.core.initial.draw_weights)."""
     return initial.draw_weights(st.seed, st.K, st.M, st.N, st.sigma_J, rotate=st.rotate,
                                 n_trainable=st.n_tr, untrainable=st.untrainable, J0=st.J0,
-                                B0=st.B0)
+                                B0=st.B0, informed=st.init == "informed")
 
 
 def _init_modes(st: _Setup, Jt, Bt):
@@ -443,7 +448,7 @@ def _init_modes(st: _Setup, Jt, Bt):
 
 
 def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenvalues=None,
-                          rotate=False, n_trainable=None, untrainable="zero"):
+                          rotate=False, n_trainable=None, untrainable="zero", init="random"):
     """The mode overlaps {"R", "Q", "T"} (L, ., .) that ``simulate`` with these arguments starts from.
 
     ``scaling-odes solve`` with ``init = "random"`` starts the ODEs here, so theory and simulation
@@ -451,7 +456,7 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenval
     """
     st = _validate(activation="linear", K=K, M=M, N=N, eta=1.0, sigma_J=sigma_J, seed=seed,
                    alphas=[0.0], L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
-                   n_trainable=n_trainable, untrainable=untrainable)
+                   n_trainable=n_trainable, untrainable=untrainable, init=init)
     *_, Jt, Bt = _initial_weights(st)
     return _init_modes(st, Jt, Bt)
 
@@ -668,7 +673,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     {"kind": "steps", "alphas", "etas"}; eta at each step's start).  Today's model runs on the
     kernels above, bit for bit as before; every other variant runs the numba loop of
     family_kernels.py (``result.kernel == "numba-family"``, one thread), which draws the same
-    input stream (label noise from a sixth stream of the seed).
+    input stream (label noise from a sixth stream of the seed).  ``init="informed"`` starts
+    the student's rows i < min(K, M) at the teacher's (solvers.core.initial; default "random").
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
