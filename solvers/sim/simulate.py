@@ -15,6 +15,14 @@ Q1 = J Sigma J^T/N, T1 = B Sigma B^T/N; mode overlaps R_k = J P_k B^T/N (P_k = p
 block k), so that R1 = sum_k lambda_k R_k (likewise Q, T).  eps_g is evaluated exactly from
 (R1, Q1, T1).
 
+The committee-machine family (solvers/sim/family.py) generalises this model: activations
+g_s, g_t in erf / linear / relu / polynomials, readouts v, u (normalisations or explicit),
+a trained readout, label noise, weight decay, B samples per step and a learning-rate schedule
+(keyword arguments of ``simulate``; their defaults are the model above).  Those variants run on
+the numba loop of family_kernels.py and in ``naive_simulate``; eps_g is then the clean error
+from (R1, Q1, T1) with the pair's I2 and the current readout.  Initial weights (and
+``init="informed"``) come from solvers/core/initial.py, which the ODE's random start shares.
+
 Why everything runs in the eigenbasis
 -------------------------------------
 With Sigma = W diag(lambda) W^T, write xi = W z~ with z~ = sqrt(lambda) (.) z, z ~ N(0, I).  Then
