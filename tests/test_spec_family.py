@@ -129,3 +129,39 @@ def test_informed_init_in_solve_simulate_and_linear(tmp_path, capsys):
     assert cli.main(["linear", "curve", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert 'init = "informed" is not supported by the linear' in err
+
+
+RUN_SPEC = ('[model]\nK = 2\nM = 2\n[data]\nL = 2\nN = 16\n[training]\neta = 0.5\nseed = 3\n'
+            '{init}[solve]\nalpha_max = 2\nn_points = 3\nspacing = "linear"\n')
+
+
+def test_init_from_a_simulation_run(tmp_path, capsys):
+    """init = {from = "run.json"} starts the ODE at the overlaps a simulate run wrote: the
+    random start of that run's seed, exactly (the JSON holds exact decimals)."""
+    import numpy as np
+    from solvers.app.solve import problem_of
+    from solvers.app.spec import load_spec
+    (tmp_path / "a.toml").write_text(RUN_SPEC.format(init=""))
+    assert cli.main(["simulate", str(tmp_path / "a.toml"), "--json", "--no-progress"]) == 0
+    (tmp_path / "run.json").write_text(capsys.readouterr().out)
+    (tmp_path / "b.toml").write_text(RUN_SPEC.format(init='init = {from = "run.json"}\n'))
+    a, b = (problem_of(load_spec(tmp_path / f, sizing=None)) for f in ("a.toml", "b.toml"))
+    assert b.init.basis == "modes"
+    for k in "RQT":
+        np.testing.assert_array_equal(np.asarray(getattr(a.init, k), dtype=object),
+                                      np.asarray(getattr(b.init, k), dtype=object))
+    # errors: one line each
+    for init, words in (('init = {from = "nope.json"}', "no such file"),
+                        ('init = {from = "a.toml"}', "is not JSON"),
+                        ('init = {from = "empty.json"}', "no init.modes"),
+                        ('init = {path = "run.json"}', 'table {from = "run.json"}')):
+        (tmp_path / "empty.json").write_text("{}")
+        (tmp_path / "c.toml").write_text(RUN_SPEC.format(init=init + "\n"))
+        with pytest.raises(SpecError) as e:
+            load_spec(tmp_path / "c.toml", sizing=None)
+        assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    # the run's K must be the spec's
+    (tmp_path / "d.toml").write_text(RUN_SPEC.format(init='init = {from = "run.json"}\n')
+                                     .replace("K = 2", "K = 3"))
+    with pytest.raises(SpecError, match="wrong shape"):
+        load_spec(tmp_path / "d.toml", sizing=None)
