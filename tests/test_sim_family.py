@@ -472,3 +472,27 @@ def test_informed_start_has_zero_error_when_k_equals_m():
     r = sim.simulate(activation="erf", K=2, M=2, N=64, eta=0.3, sigma_J=0.4, seed=2,
                      alphas=[0], L=2, beta=1.0, init="informed")
     assert abs(r.eps_g[0]) < 1e-15
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_start_from_given_overlaps(rotate):
+    """init = {R, Q, T}: weights built with exactly these mode overlaps (to rounding)."""
+    kw = dict(activation="erf", K=2, M=3, N=48, eta=0.3, sigma_J=0.4, alphas=[0, 1], L=4,
+              beta=1.0, rotate=rotate)
+    src = sim.simulate(seed=1, **kw).init_modes
+    r = sim.simulate(seed=2, init=src, **kw)
+    n = sim.naive_simulate(seed=2, init=src, **kw)
+    for k in "RQT":
+        # factor, frame and overlap sums over 12 coordinates: a few ulps of O(1) entries
+        np.testing.assert_allclose(r.init_modes[k], src[k], rtol=0, atol=1e-14)
+        np.testing.assert_allclose(n.init_modes[k], src[k], rtol=0, atol=1e-14)
+    assert r.config["init"] == "modes"
+    np.testing.assert_allclose(r.Q1, n.Q1, rtol=0, atol=1e-12)      # both loops agree
+    bad = {k: v.copy() for k, v in src.items()}
+    bad["R"][0, 0, 0] = 10.0                     # |R| > sqrt(Q T): no weights have it
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        sim.simulate(seed=2, init=bad, **kw)
+    with pytest.raises(ValueError, match="rank 5, more than the N / L = 4"):
+        sim.simulate(seed=2, init=src, **{**kw, "N": 16})
+    with pytest.raises(ValueError, match="untrainable = 'frozen'"):
+        sim.simulate(seed=2, init=src, n_trainable=40, **kw)

@@ -150,6 +150,15 @@ def test_init_from_a_simulation_run(tmp_path, capsys):
     for k in "RQT":
         np.testing.assert_array_equal(np.asarray(getattr(a.init, k), dtype=object),
                                       np.asarray(getattr(b.init, k), dtype=object))
+    # the simulator starts from weights with those overlaps
+    assert cli.main(["simulate", str(tmp_path / "b.toml"), "--json", "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert out["meta"]["init"] == "modes"
+    for k in "RQT":
+        np.testing.assert_allclose(np.array(out["init"]["modes"][k], dtype=float),
+                                   np.array(run["init"]["modes"][k], dtype=float),
+                                   rtol=0, atol=1e-14)
     # errors: one line each
     for init, words in (('init = {from = "nope.json"}', "no such file"),
                         ('init = {from = "a.toml"}', "is not JSON"),

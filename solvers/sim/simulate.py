@@ -301,7 +301,8 @@ class _Setup:
     B0: np.ndarray | None
     generator: str = DEFAULT_GENERATOR
     fam: fam.Family | None = None       # model options (solvers/sim/family.py)
-    init: str = "random"                # or "informed" (solvers.core.initial)
+    init: str = "random"                # or "informed", "modes" (solvers.core.initial)
+    init_modes: dict | None = None      # the given overlaps of init = "modes"
 
     @property
     def default_model(self) -> bool:
@@ -342,8 +343,12 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
     if not isinstance(activation, str):
         raise ValueError(f"activation must be a string, got {activation!r}")
     K_, M_ = (_positive_int("K", K), _positive_int("M", M))
-    if init not in ("random", "informed"):
-        raise ValueError(f"init must be 'random' or 'informed', got {init!r}")
+    init_modes = None
+    if isinstance(init, dict):
+        init_modes, init = init, "modes"
+    elif init not in ("random", "informed"):
+        raise ValueError(f"init must be 'random', 'informed' or a dict of mode overlaps "
+                         f"R, Q, T, got {init!r}")
     family = fam.family(K_, M_, activation=activation, **{**FAMILY_DEFAULTS, **model})
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
@@ -412,7 +417,29 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
 
     return _Setup(activation, K, M, N, eta, sigma_J, seed, steps, lam, N // L, n_tr,
                   untrainable, bool(rotate), eps_holdout, weights("J0", J0, K),
-                  weights("B0", B0, M), generator, family, init)
+                  weights("B0", B0, M), generator, family, init,
+                  _given_modes(init_modes, L, K, M, J0, B0, n_tr, N, untrainable))
+
+
+def _given_modes(modes, L, K, M, J0, B0, n_tr, N, untrainable):
+    """Checked float64 mode overlaps of init = {"R", "Q", "T"}, or None."""
+    if modes is None:
+        return None
+    if J0 is not None or B0 is not None:
+        raise ValueError("give either J0 / B0 or init overlaps, not both")
+    if n_tr < N and untrainable == "zero":
+        raise ValueError("init from overlaps with n_trainable < N needs untrainable = "
+                         "'frozen' (zeroing would change the given overlaps)")
+    out = {}
+    for k, shape in (("R", (L, K, M)), ("Q", (L, K, K)), ("T", (L, M, M))):
+        if k not in modes:
+            raise ValueError(f"init overlaps need R, Q and T (missing {k})")
+        a = np.array(modes[k], dtype=np.float64)
+        if a.shape != shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"init overlaps {k} must be finite of shape {shape}, got "
+                             f"{a.shape}")
+        out[k] = a
+    return out
 
 
 _streams = initial.streams     # teacher, student, rotation, training inputs, held-out inputs
@@ -446,7 +473,8 @@ def _initial_weights(st: _Setup):
     (solvers.core.initial.draw_weights)."""
     return initial.draw_weights(st.seed, st.K, st.M, st.N, st.sigma_J, rotate=st.rotate,
                                 n_trainable=st.n_tr, untrainable=st.untrainable, J0=st.J0,
-                                B0=st.B0, informed=st.init == "informed")
+                                B0=st.B0, informed=st.init == "informed",
+                                modes=st.init_modes)
 
 
 def _init_modes(st: _Setup, Jt, Bt):

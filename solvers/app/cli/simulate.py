@@ -14,7 +14,8 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
 dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random"
-(or "informed": the student's rows i < min(K, M) start at the teacher's, solvers.core.initial):
+(or "informed": the student's rows i < min(K, M) start at the teacher's, solvers.core.initial;
+or explicit [init.modes], e.g. init = {from = "run.json"}: weights with exactly these overlaps):
 a simulation starts from drawn weights, and its realisation is what ``init`` in the output holds.
 
 Output (JSON), for the first seed:
@@ -80,7 +81,7 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "generator": cfg["generator"], "version": __version__,
         "kernel": res.kernel, "threads": res.threads,
     }
-    if "init" in cfg:       # "informed" (absent: a random start)
+    if "init" in cfg:       # "informed" or "modes" (absent: a random start)
         out["meta"]["init"] = cfg["init"]
     if "model" in cfg:      # the committee-machine family's options (absent: today's model)
         out["meta"]["model"] = cfg["model"]
