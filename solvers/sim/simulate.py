@@ -800,6 +800,8 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
     no_noise = np.empty(0)
     gen = _GEN_CODE[st.generator]
     per_call = max(1, _CALL_WORK // (N * (K + M) * bsz))
+    if bsz == 1:        # the fused loop carries the current sample and its fields
+        fk.family_prime(gen, g_data, state, bits, J, B, scale, z, x, y)
     R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
@@ -810,11 +812,18 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
                 noise = (sqrt_noise * g_noise.standard_normal(n * bsz) if f.noise > 0
                          else no_noise)
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = fk.family_steps(gen, g_data, state, bits, J, B, scale, st.n_tr, etas,
-                                      f.weight_decay, v, f.u, f.eta_readout, f.trained, noise,
-                                      bsz, f.student.code, f.student.dcoeffs,
-                                      f.student.coeffs, f.teacher.code, f.teacher.coeffs,
-                                      z, x, y, G, dv)
+                if bsz == 1:
+                    bad = fk.family_steps_fused(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y)
+                else:
+                    bad = fk.family_steps(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, bsz, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y, G, dv)
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
