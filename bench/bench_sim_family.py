@@ -7,8 +7,8 @@ L = 8, float32 inputs, one thread, at N = 256 and 1024, for:
 
 - today:        today's model (erf, paper readouts) on its own kernel (C, one thread);
 - family loop:  the same model sent through the family's numba loop (a step schedule that
-                never changes eta), i.e. the price of the unfused loop: FAMILY_LOOP_SLOWDOWN
-                in solvers/app/validate.py;
+                never changes eta), i.e. the price of the generic loop (FAMILY_LOOP_SLOWDOWN in
+                solvers/app/validate.py);
 - relu/erf+noise: student ReLU, teacher erf, label noise 0.1, weight decay 0.01 (family loop);
 - ... B = 4:    the same with four samples per step;
 - trained:      the same with a trained readout;

@@ -361,10 +361,10 @@ _STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per 
 _HOLDOUT_SECONDS = 2e-8      # per sample per N
 
 
-# The family's numba loop (solvers/sim/family_kernels.py: fields and update in separate passes,
-# no second thread) against today's kernels, per sample: 0.58-0.66 of the C kernel's rate at
-# N = 256 and 1024, K = M = 2, whatever the variant (BENCHMARKS.md, "Simulator: the
-# committee-machine family"), so 1 / 0.58.
+# The family's numba loops (solvers/sim/family_kernels.py, one thread) against today's kernels,
+# per sample: 0.64-0.73 of the C kernel's rate at B = 1, 0.58-0.65 at B = 4 (N = 256 and 1024,
+# K = M = 2, whatever the variant; BENCHMARKS.md, "Simulator: the committee-machine family"),
+# so 1 / 0.58.
 FAMILY_LOOP_SLOWDOWN = 1.7
 
 
