@@ -174,3 +174,11 @@ def test_init_from_a_simulation_run(tmp_path, capsys):
                                      .replace("K = 2", "K = 3"))
     with pytest.raises(SpecError, match="wrong shape"):
         load_spec(tmp_path / "d.toml", sizing=None)
+
+
+def test_solve_refuses_family_options_it_does_not_implement(tmp_path, capsys):
+    p = tmp_path / "n.toml"
+    p.write_text(RUN_SPEC.format(init="noise = 0.1\n"))
+    assert cli.main(["solve", str(p), "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "[training] noise" in err, err
