@@ -496,3 +496,15 @@ def test_start_from_given_overlaps(rotate):
         sim.simulate(seed=2, init=src, **{**kw, "N": 16})
     with pytest.raises(ValueError, match="untrainable = 'frozen'"):
         sim.simulate(seed=2, init=src, n_trainable=40, **kw)
+
+
+def test_spellings_of_todays_model_run_its_kernels():
+    kw = dict(K=2, M=2, N=32, eta=0.3, sigma_J=0.4, seed=1, alphas=[0, 1], L=2, beta=1.0)
+    ref = sim.simulate(activation="linear", **kw)
+    for spelled in (dict(activation="x"), dict(activation="relu", student_activation="linear",
+                                               teacher_activation="2*x - x")):
+        r = sim.simulate(**spelled, **kw)
+        assert r.kernel == ref.kernel and r.config["activation"] == "linear"
+        assert np.array_equal(r.Q1, ref.Q1) and np.array_equal(r.eps_g, ref.eps_g)
+        n = sim.naive_simulate(**spelled, **kw)
+        np.testing.assert_allclose(n.Q1, ref.Q1, rtol=0, atol=1e-12)

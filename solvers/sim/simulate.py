@@ -350,6 +350,10 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
         raise ValueError(f"init must be 'random', 'informed' or a dict of mode overlaps "
                          f"R, Q, T, got {init!r}")
     family = fam.family(K_, M_, activation=activation, **{**FAMILY_DEFAULTS, **model})
+    if family.is_default(K_, M_):
+        # today's model, whatever spelling ("x", or activation overridden in both slots):
+        # its kernels, eps_g and holdout read the canonical name
+        activation = family.student.name
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     K = _positive_int("K", K)
@@ -729,7 +733,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     init_modes = _init_modes(st, Jt, Bt)
     T1 = _level1(Bt, Bt, st.lam, st.block)
 
-    act = _ACT_CODE[activation]
+    act = _ACT_CODE[st.activation]
     columns = st.K >= _COLUMN_KERNEL_MIN_K
     if columns:
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
@@ -893,7 +897,7 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     if not st.default_model:
         return _naive_family(st, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1, Sigma,
                              P if W is not None else None, mask if W is None else None)
-    if activation == "erf":
+    if st.activation == "erf":
         g = lambda u: erf(u * _INV_SQRT2)  # noqa: E731
         gp = lambda u: _SQRT_2_OVER_PI * np.exp(-0.5 * u * u)  # noqa: E731
     else:
