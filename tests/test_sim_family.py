@@ -438,3 +438,73 @@ def test_trained_readout_mean_dynamics():
     assert _agrees(dev, N), dev.mean(0)
     assert np.all(dev.std(0) < 3 / math.sqrt(N))            # fluctuations O(N^-1/2)
     assert abs(r.v[-1, 0] - 0.4) > 0.3                       # the readout moved
+
+
+# --------------------------------------------------------------------------------------------
+# init = "informed"
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_informed_start(rotate):
+    from derive import spectra
+    from solvers.core.problem import random_init
+    kw = dict(activation="erf", K=3, M=2, N=32, eta=0.3, sigma_J=0.4, seed=5, alphas=[0, 1],
+              L=4, beta=1.0, rotate=rotate)
+    inf = sim.simulate(init="informed", **kw)
+    rnd = sim.simulate(**kw)
+    m, r = inf.init_modes, rnd.init_modes
+    # rows 0, 1 are the teacher's: R = T and Q = T on that block, in every mode
+    np.testing.assert_allclose(m["R"][:, :2, :], m["T"], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(m["Q"][:, :2, :2], m["T"], rtol=0, atol=1e-15)
+    # row 2 is the random start's, the teacher too
+    np.testing.assert_array_equal(m["Q"][:, 2, 2], r["Q"][:, 2, 2])
+    np.testing.assert_array_equal(m["T"], r["T"])
+    # the ODE's start is the same realisation, exactly
+    ini = random_init(3, 2, 32, spectra.power_law(4, 1), Fraction(2, 5), 5, rotate,
+                      informed=True)
+    for k in "RQT":
+        np.testing.assert_array_equal(np.asarray(getattr(ini, k), dtype=float), m[k])
+    assert inf.config["init"] == "informed" and "init" not in rnd.config
+
+
+def test_informed_start_has_zero_error_when_k_equals_m():
+    """K = M: the student is the teacher; eps_g vanishes up to rounding at alpha = 0."""
+    r = sim.simulate(activation="erf", K=2, M=2, N=64, eta=0.3, sigma_J=0.4, seed=2,
+                     alphas=[0], L=2, beta=1.0, init="informed")
+    assert abs(r.eps_g[0]) < 1e-15
+
+
+@pytest.mark.parametrize("rotate", [False, True])
+def test_start_from_given_overlaps(rotate):
+    """init = {R, Q, T}: weights built with exactly these mode overlaps (to rounding)."""
+    kw = dict(activation="erf", K=2, M=3, N=48, eta=0.3, sigma_J=0.4, alphas=[0, 1], L=4,
+              beta=1.0, rotate=rotate)
+    src = sim.simulate(seed=1, **kw).init_modes
+    r = sim.simulate(seed=2, init=src, **kw)
+    n = sim.naive_simulate(seed=2, init=src, **kw)
+    for k in "RQT":
+        # factor, frame and overlap sums over 12 coordinates: a few ulps of O(1) entries
+        np.testing.assert_allclose(r.init_modes[k], src[k], rtol=0, atol=1e-14)
+        np.testing.assert_allclose(n.init_modes[k], src[k], rtol=0, atol=1e-14)
+    assert r.config["init"] == "modes"
+    np.testing.assert_allclose(r.Q1, n.Q1, rtol=0, atol=1e-12)      # both loops agree
+    bad = {k: v.copy() for k, v in src.items()}
+    bad["R"][0, 0, 0] = 10.0                     # |R| > sqrt(Q T): no weights have it
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        sim.simulate(seed=2, init=bad, **kw)
+    with pytest.raises(ValueError, match="rank 5, more than the N / L = 4"):
+        sim.simulate(seed=2, init=src, **{**kw, "N": 16})
+    with pytest.raises(ValueError, match="untrainable = 'frozen'"):
+        sim.simulate(seed=2, init=src, n_trainable=40, **kw)
+
+
+def test_spellings_of_todays_model_run_its_kernels():
+    kw = dict(K=2, M=2, N=32, eta=0.3, sigma_J=0.4, seed=1, alphas=[0, 1], L=2, beta=1.0)
+    ref = sim.simulate(activation="linear", **kw)
+    for spelled in (dict(activation="x"), dict(activation="relu", student_activation="linear",
+                                               teacher_activation="2*x - x")):
+        r = sim.simulate(**spelled, **kw)
+        assert r.kernel == ref.kernel and r.config["activation"] == "linear"
+        assert np.array_equal(r.Q1, ref.Q1) and np.array_equal(r.eps_g, ref.eps_g)
+        n = sim.naive_simulate(**spelled, **kw)
+        np.testing.assert_allclose(n.Q1, ref.Q1, rtol=0, atol=1e-12)

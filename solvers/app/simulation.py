@@ -20,10 +20,14 @@ def simulate_options(spec) -> dict:
     if opts["n_trainable"] is not None and opts["n_trainable"] > (N or 0):
         raise sections.error(spec, "simulate", f"n_trainable = {opts['n_trainable']} must be "
                                               f"an integer between 1 and N = {N}")
-    if spec.training.init != "random":
-        raise sections.error(spec, "training", f"simulate needs training.init = \"random\" "
-                                              f"(got {spec.training.init!r}): a simulation "
-                                              f"starts from drawn weights")
+    if spec.training.init not in ("random", "informed", "explicit") or (
+            spec.training.init == "explicit" and spec.init.basis != "modes"):
+        got = spec.training.init if spec.training.init != "explicit" else "explicit [init.levels]"
+        raise sections.error(spec, "training", f"simulate needs training.init = \"random\", "
+                                              f"\"informed\" or explicit [init.modes] "
+                                              f"(got {got!r}): a simulation starts from "
+                                              f"drawn weights or from weights with given mode "
+                                              f"overlaps")
     from solvers.app.spec import SpecError
     from solvers.app.validate import check_simulate_section, check_simulation
     try:        # caps, step count (int64) and time estimate, before the simulator is called
@@ -68,7 +72,21 @@ def simulate_kwargs(spec, options: dict) -> dict:
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
                 eps_holdout=options["eps_holdout"], generator=options["generator"],
-                **family_kwargs(spec))
+                **family_kwargs(spec),
+                **_init_kwargs(spec))
+
+
+def _init_kwargs(spec) -> dict:
+    """``init`` of ``simulate``: "informed", or the [init.modes] overlaps as float64 (weights
+    with these overlaps, solvers.core.initial.weights_from_modes; exact decimals written by
+    ``simulate`` are float64 values, so nothing is rounded)."""
+    t = spec.training
+    if t.init == "informed":
+        return {"init": "informed"}
+    if t.init == "explicit":
+        return {"init": {k: [[[float(x) for x in row] for row in mat]
+                             for mat in getattr(spec.init, k)] for k in ("R", "Q", "T")}}
+    return {}
 
 
 def family_kwargs(spec) -> dict:

@@ -1,12 +1,22 @@
 """The spec file: one TOML file describing a run, loaded into frozen dataclasses.
 
     [model]    activation = "erf"   K = 2   M = 2
-               (student_activation, teacher_activation: default activation; "erf", "linear",
-               "relu" or a polynomial in x; normalisation = "paper" | "1/K" | "1/sqrt(K)" |
-               "none", or student_readout = [K numbers], teacher_readout = [M numbers])
+               the committee-machine family (defaults = today's model): student_activation,
+               teacher_activation ("erf", "linear", "relu" or a polynomial in x such as
+               "x**3 - 3*x"; default: activation), normalisation = "paper" | "1/K" |
+               "1/sqrt(K)" | "none", student_readout = [K numbers], teacher_readout = [M
+               numbers] (with "paper" only), readout = "fixed" | "trained"
     [data]     L = 16   beta = 1.0   N = 1024   rotate = false   (or eigenvalues = [...])
                (defaults as shown; N only matters, and defaults, with init = "random")
     [training] eta = 0.1   order = 2   sigma_J = 0.01   seed = 0   init = "random"
+               init: "random" | "expected" | "explicit" | "informed" (student rows i < min(K, M)
+               start at the teacher's, solvers.core.initial) | {from = "run.json"} (the
+               overlaps at alpha = 0 written by ``simulate``, read as explicit [init.modes];
+               path relative to the spec)
+               noise = 0 (label-noise variance)   weight_decay = 0   batch_size = 1
+               eta_readout (> 0, with readout = "trained" only)
+               schedule = {kind = "constant"} | {kind = "power", alpha0 = 1, p = 1}
+                        | {kind = "steps", alphas = [a1, a2, ...], etas = [e1, e2, ...]}
     [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
     [solve]    alpha_max = 3000   n_points = 200   spacing = "log"   (or alphas = [...])
                alpha_min   basis = "levels"   dps = "auto"   digits = 12
@@ -123,7 +133,7 @@ class TrainingSpec:
     order: int = 2
     sigma_J: Fraction = Fraction(1, 100)
     seed: int = 0
-    init: str = "random"           # "random" | "explicit" | "expected"
+    init: str = "random"           # "random" | "explicit" | "expected" | "informed"
     # the committee-machine family (its conventions; defaults = today's training)
     noise: Fraction = Fraction(0)           # label-noise variance
     weight_decay: Fraction = Fraction(0)    # kappa, first layer
@@ -431,6 +441,52 @@ def _schedule(v, label):
     return None if kind == "constant" else (kind, tuple(out))
 
 
+_INIT_NAMES = ("random", "explicit", "expected", "informed")
+
+
+def _init_value(v, label):
+    """A named start (``_INIT_NAMES``) or ``{from = "run.json"}``: the mode overlaps at alpha = 0
+    that ``scaling-odes simulate`` wrote (its ``init.modes``, exact decimal strings), read as an
+    explicit [init.modes] start (parse_spec reads the file)."""
+    if isinstance(v, str):
+        _one_of(*_INIT_NAMES)(v, label)
+        return v
+    if isinstance(v, dict):
+        if set(v) != {"from"} or not isinstance(v["from"], str) or not v["from"]:
+            raise _Problem(f'{label} = {_fmt(v)} must be one of '
+                           + ", ".join(map(_fmt, _INIT_NAMES))
+                           + ' or a table {from = "run.json"} (the JSON of scaling-odes simulate)')
+        return ("from", v["from"])
+    raise _wrong_type(label, v, 'string or table {from = "run.json"}')
+
+
+def _init_from_run(path_text: str, spec_name: str) -> dict:
+    """The [init.modes] table of a simulate JSON (``init.modes``), path relative to the spec."""
+    label = f'[training] init = {{from = {_fmt(path_text)}}}'
+    path = Path(path_text)
+    if not path.is_absolute() and spec_name not in ("<spec>", ""):
+        path = Path(spec_name).parent / path
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise _Problem(f"{label}: cannot read {path}: no such file") from None
+    except OSError as e:
+        raise _Problem(f"{label}: cannot read {path}: {e.strerror or e}") from None
+    if len(text) > 1 << 28:
+        raise _Problem(f"{label}: {path} is larger than 256 MiB")
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise _Problem(f"{label}: {path} is not JSON ({' '.join(str(e).split())[:80]})") \
+            from None
+    modes = doc.get("init", {}).get("modes") if isinstance(doc, dict) and \
+        isinstance(doc.get("init"), dict) else None
+    if not isinstance(modes, dict) or not all(k in modes for k in _TENSOR_KEYS):
+        raise _Problem(f"{label}: {path} has no init.modes with R, Q, T (write it with "
+                       f"scaling-odes simulate)")
+    return {"modes": {k: modes[k] for k in _TENSOR_KEYS}}
+
+
 _REQUIRED = object()
 
 # section -> key -> (converter, default, check).  None as a default means "not given";
@@ -460,7 +516,7 @@ _SCHEMA = {
         "order": (_int, 2, _one_of(1, 2)),
         "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
         "seed": (_int, 0, _ge(0)),
-        "init": (_str, "random", _one_of("random", "explicit", "expected")),
+        "init": (_init_value, "random", None),
         "noise": (_exact, Fraction(0), _ge(0)),
         "weight_decay": (_exact, Fraction(0), _ge(0)),
         "batch_size": (_int, 1, _all(_ge(1), _rule(lambda v: v <= MAX_BATCH_SIZE,
@@ -563,7 +619,7 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     else:
         d["L"] = DEFAULT_L if d["L"] is None else d["L"]
         d["beta"] = DEFAULT_BETA if d["beta"] is None else d["beta"]
-    if d["N"] is None and training_init == "random":
+    if d["N"] is None and training_init in ("random", "informed"):
         # N only matters for a finite-N realisation; its default must hold the L levels
         if DEFAULT_N % d["L"]:
             raise _Problem(f"[data] N is not given and its default {DEFAULT_N} is not a "
@@ -695,10 +751,17 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
                 raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
         model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
         model = _check_model(model)
+        raw_init = doc.get("init")
+        if isinstance(training["init"], tuple):      # {from = "run.json"}: explicit modes
+            if raw_init is not None:
+                raise _Problem("[init] given together with [training] init = {from = ...}: "
+                               "give one of them")
+            raw_init = _init_from_run(training["init"][1], name)
+            training["init"] = "explicit"
         training = _check_training(training, model)
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
-        init = _read_init(doc.get("init"), model, data, training)
+        init = _read_init(raw_init, model, data, training)
         extra = {sec: _table(doc[sec], f"[{sec}]") for sec in extra_sections if sec in doc}
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None

@@ -232,7 +232,7 @@ def check_spec(spec) -> None:
     # memory of a finite-N realisation (the initial condition of init = "random" and the
     # simulator): the weights, and W when rotated
     limit = memory_limit()
-    if d.N is not None and t.init == "random":
+    if d.N is not None and t.init in ("random", "informed"):
         need = 8.0 * d.N * (m.K + m.M) * 4 + (8.0 * d.N ** 2 * 2 if d.rotate else 0)
         if need > limit:
             raise ValueError(f"[data] N = {d.N}: the weights need about {_gib(need)} of memory "
@@ -362,10 +362,11 @@ _STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per 
 _HOLDOUT_SECONDS = 2e-8      # per sample per N
 
 
-# The family's numba loop (solvers/sim/family_kernels.py: fields and update in separate passes,
-# no second thread) against today's kernels, per sample; BENCHMARKS.md, "simulator: the
-# committee-machine family".
-FAMILY_LOOP_SLOWDOWN = 2.0
+# The family's numba loops (solvers/sim/family_kernels.py, one thread) against today's kernels,
+# per sample: 0.64-0.73 of the C kernel's rate at B = 1, 0.58-0.65 at B = 4 (N = 256 and 1024,
+# K = M = 2, whatever the variant; BENCHMARKS.md, "Simulator: the committee-machine family"),
+# so 1 / 0.58.
+FAMILY_LOOP_SLOWDOWN = 1.7
 
 
 def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:
@@ -420,12 +421,21 @@ def check_simulate_section(spec, opts: dict) -> None:
 def check_simulation(spec, options: dict) -> None:
     """Everything ``simulate`` will do for ``spec`` with its validated [simulate] options."""
     m, d = spec.model, spec.data
-    from solvers.app.simulation import family_kwargs
     check_simulation_steps(spec.solve.alpha_grid(), d.N, len(options["seeds"]), K=m.K, M=m.M,
                            generator=options["generator"], eps_holdout=options["eps_holdout"],
-                           batch_size=spec.training.batch_size,
-                           family=bool(family_kwargs(spec)) or m.activation not in ("erf",
-                                                                                  "linear"))
+                           batch_size=spec.training.batch_size, family=_family_model(spec))
+
+
+def _family_model(spec) -> bool:
+    """Whether the simulator runs the family's loop for this spec (a model other than today's:
+    solvers.sim.family.Family.is_default, read off the spec)."""
+    m, t = spec.model, spec.training
+    acts = {m.activation if a is None else a for a in (m.student_activation,
+                                                       m.teacher_activation)}
+    return (len(acts) > 1 or not acts <= {"erf", "linear"} or m.normalisation != "paper"
+            or m.student_readout is not None or m.teacher_readout is not None
+            or m.readout != "fixed" or t.noise != 0 or t.weight_decay != 0
+            or t.batch_size != 1 or t.schedule is not None)
 
 
 # ---- linear curve | window | feature-scaling ---------------------------------------------------

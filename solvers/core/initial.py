@@ -4,7 +4,21 @@ Both sides of a theory-vs-simulation comparison start from one realisation: the 
 B_na ~ N(0, 1), the student J_ia ~ N(0, sigma_J^2), optionally rotated by a Haar W, drawn from
 ``np.random.SeedSequence(seed).spawn(5)`` (children: teacher, student, rotation, training
 inputs, held-out inputs; the simulator's label noise uses a sixth child, which does not move
-these five).  This module holds the draw and the mode overlaps so that solvers/core does not
+these five).
+
+``informed = True`` (``[training] init = "informed"``) starts the student at the teacher where it
+can: rows i < min(K, M) of J are the teacher's rows B_i (in the original basis, so also after a
+rotation), the others are the random draws of ``informed = False`` (same streams, so the
+random rows and the teacher are those of the random start of the same seed).  With
+untrainable = "zero" the untrainable components are zeroed afterwards, as for random starts.
+
+``modes = {"R", "Q", "T"}`` (a simulation started from given overlaps, e.g. those a run wrote:
+``[training] init = {from = "run.json"}``) builds weights with exactly these mode overlaps, up to
+rounding (:func:`weights_from_modes`): in each eigen-block the Gram matrix N [[Q_k, R_k],
+[R_k^T, T_k]] is factored and embedded in a random orthonormal frame of the block's N/L
+coordinates drawn from the student's stream.  The overlaps fix the weights only up to that
+frame, which does not change the law of the SGD that follows (the inputs are isotropic within
+a block).  This module holds the draw and the mode overlaps so that solvers/core does not
 import the simulator (and the simulator does not own the ODE's initial condition).
 
 >>> m = initial_mode_overlaps(K=1, M=1, N=8, sigma_J=0.5, seed=0, L=2)
@@ -33,16 +47,52 @@ def haar_orthogonal(rng, N):
     return Q * np.sign(np.diag(R))
 
 
+def weights_from_modes(modes, N, rng):
+    """(J~ (K, N), B~ (M, N)) in the eigenbasis whose mode overlaps are ``modes`` (float64
+    arrays R (L, K, M), Q (L, K, K), T (L, M, M)); ValueError if a block's Gram matrix is not
+    positive semi-definite (beyond rounding) or has rank above N / L."""
+    R, Q, T = (np.asarray(modes[k], dtype=np.float64) for k in ("R", "Q", "T"))
+    L, K, M = R.shape
+    b = N // L
+    Jt, Bt = np.zeros((K, N)), np.zeros((M, N))
+    for k in range(L):
+        G = N * np.block([[Q[k], R[k]], [R[k].T, T[k]]])
+        G = 0.5 * (G + G.T)
+        w, V = np.linalg.eigh(G)
+        top = max(float(np.abs(w).max()), np.finfo(float).tiny)
+        if w.min() < -1e-10 * top:
+            raise ValueError(f"mode {k}: the overlaps [[Q, R], [R^T, T]] are not positive "
+                             f"semi-definite (eigenvalue {w.min() / N:.3g}): no weights have "
+                             f"them")
+        keep = w > 1e-13 * top
+        F = V[:, keep] * np.sqrt(w[keep])
+        if F.shape[1] > b:
+            raise ValueError(f"mode {k}: the overlaps have rank {F.shape[1]}, more than the "
+                             f"N / L = {b} coordinates of the block")
+        O, _ = np.linalg.qr(rng.standard_normal((b, max(F.shape[1], 1))))
+        W = F @ O[:, :F.shape[1]].T
+        Jt[:, k * b:(k + 1) * b], Bt[:, k * b:(k + 1) * b] = W[:K], W[K:]
+    return Jt, Bt
+
+
 def draw_weights(seed, K, M, N, sigma_J, *, rotate=False, n_trainable=None, untrainable="zero",
-                 J0=None, B0=None):
+                 J0=None, B0=None, informed=False, modes=None):
     """(J, B, W) in the original basis (W = None unless rotated) and the eigenbasis (J~, B~).
 
     With untrainable = "zero" the components a >= n_trainable of J~ are set to zero and
     J = J~ W^T; J0 (K, N), B0 (M, N) replace the random draws (the streams are still made).
     """
     g_teacher, g_student, g_rot, _, _ = streams(seed)
+    if modes is not None:
+        Jt, Bt = weights_from_modes(modes, N, g_student)
+        W = haar_orthogonal(g_rot, N) if rotate else None
+        J, B = (Jt @ W.T, Bt @ W.T) if rotate else (Jt.copy(), Bt.copy())
+        return J, B, W, Jt, Bt
     B = B0 if B0 is not None else g_teacher.standard_normal((M, N))
     J = J0 if J0 is not None else sigma_J * g_student.standard_normal((K, N))
+    if informed:
+        J = np.array(J)
+        J[:min(K, M)] = B[:min(K, M)]
     n_tr = N if n_trainable is None else n_trainable
     if rotate:
         W = haar_orthogonal(g_rot, N)
@@ -74,7 +124,8 @@ def _int(name, value, minimum):
 
 
 def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, eigenvalues=None, rotate=False,
-                          n_trainable=None, untrainable="zero", J0=None, B0=None):
+                          n_trainable=None, untrainable="zero", J0=None, B0=None,
+                          informed=False):
     """Mode overlaps {"R": (L, K, M), "Q": (L, K, K), "T": (L, M, M)} of the seed's weights,
     for L eigen-blocks of N / L coordinates (L given, or len(eigenvalues))."""
     K, M, N = _int("K", K, 1), _int("M", M, 1), _int("N", N, 1)
@@ -83,7 +134,8 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, eigenvalues=None, r
     if N % L:
         raise ValueError(f"L = {L} must divide N = {N}")
     *_, Jt, Bt = draw_weights(seed, K, M, N, float(sigma_J), rotate=rotate,
-                              n_trainable=n_trainable, untrainable=untrainable, J0=J0, B0=B0)
+                              n_trainable=n_trainable, untrainable=untrainable, J0=J0, B0=B0,
+                              informed=informed)
     block = N // L
     return {"R": mode_overlaps(Jt, Bt, block), "Q": mode_overlaps(Jt, Jt, block),
             "T": mode_overlaps(Bt, Bt, block)}

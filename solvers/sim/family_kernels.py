@@ -6,8 +6,13 @@ loop runs every other variant, row layout, every generator.  It draws the inputs
 stream as they do (sample t of the run, counted over all batch members, is the t-th block of
 N normals), so at batch size 1 it follows the same trajectory up to rounding
 (tests/test_sim_family.py checks it against the original kernels and against the literal NumPy
-loop of ``naive_simulate``).  It is plainer than those kernels: the fields and the update are
-separate passes over J (no fused next-sample fields).
+loop of ``naive_simulate``).
+
+Two loops: at batch size 1 ``family_steps_fused`` does what today's kernels do, drawing the
+next sample before the update and fusing the update of each row with that row's next field (J
+is read once per step; the current sample and its fields are carried between calls, so the
+stream does not depend on how steps are split into calls); with B > 1 ``family_steps`` draws
+each sample, takes its fields, accumulates the B gradients and then updates J (two passes).
 """
 from __future__ import annotations
 
@@ -119,6 +124,78 @@ def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v,
         if trained:
             for i in range(K):
                 v[i] += eta_v / (N * bsz) * dv[i]
+    return -1
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc"})
+def _decay_update_dot(Ji, d, c, z, zn, n):
+    """Ji[:n] = d Ji[:n] + c z[:n], then return Ji[:n] . zn[:n]: one pass over the row."""
+    s = 0.0
+    for a in range(n):
+        v = d * Ji[a] + c * z[a]
+        Ji[a] = v
+        s += v * zn[a]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def family_prime(gen, rng, state, bits, J, B, s, z, x, y):
+    """Draw the first sample into z and its fields into x, y (for family_steps_fused)."""
+    _draw(gen, rng, state, bits, s, z)
+    isq = 1.0 / math.sqrt(z.shape[0])
+    for i in range(x.shape[0]):
+        x[i] = _dot_simd(J[i], z) * isq
+    for n in range(y.shape[0]):
+        y[n] = _dot_simd(B[n], z) * isq
+
+
+@njit(cache=True, nogil=True)
+def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v, trained,
+                       noise, sc, sdc, scf, tc, tcf, z, x, y):
+    """As family_steps at batch size 1, fused: on entry (z, x, y) hold the current sample and
+    its fields (family_prime), on exit the next one."""
+    K = J.shape[0]
+    M = B.shape[0]
+    N = z.shape[0]
+    isq = 1.0 / math.sqrt(N)
+    has_noise = noise.shape[0] > 0
+    c = np.empty(K)
+    zn = np.empty(N)
+    state_z, state_x, state_y = z, x, y
+    z, x, y = z.copy(), x.copy(), y.copy()
+    for t in range(etas.shape[0]):
+        eta = etas[t]
+        d = 1.0 - eta * kappa / N
+        sig = 0.0
+        for i in range(K):
+            if not math.isfinite(x[i]):
+                return t
+            sig += v[i] * _g(sc, scf, x[i])
+        zeta = 0.0
+        for n in range(M):
+            zeta += u[n] * _g(tc, tcf, y[n])
+        delta = zeta - sig
+        if has_noise:
+            delta += noise[t]
+        if not math.isfinite(delta):
+            return t
+        for i in range(K):
+            c[i] = eta * v[i] * delta * _gprime(sc, sdc, x[i]) * isq
+        if trained:
+            for i in range(K):
+                v[i] += eta_v / N * delta * _g(sc, scf, x[i])
+        _draw(gen, rng, state, bits, s, zn)
+        for i in range(K):
+            x[i] = _decay_update_dot(J[i], d, c[i], z, zn, n_tr)
+            if n_tr < N:
+                x[i] += _dot_simd(J[i, n_tr:], zn[n_tr:])
+            x[i] *= isq
+        for n in range(M):
+            y[n] = _dot_simd(B[n], zn) * isq
+        z, zn = zn, z
+    state_z[:] = z
+    state_x[:] = x
+    state_y[:] = y
     return -1
 
 

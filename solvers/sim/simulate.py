@@ -15,6 +15,14 @@ Q1 = J Sigma J^T/N, T1 = B Sigma B^T/N; mode overlaps R_k = J P_k B^T/N (P_k = p
 block k), so that R1 = sum_k lambda_k R_k (likewise Q, T).  eps_g is evaluated exactly from
 (R1, Q1, T1).
 
+The committee-machine family (solvers/sim/family.py) generalises this model: activations
+g_s, g_t in erf / linear / relu / polynomials, readouts v, u (normalisations or explicit),
+a trained readout, label noise, weight decay, B samples per step and a learning-rate schedule
+(keyword arguments of ``simulate``; their defaults are the model above).  Those variants run on
+the numba loop of family_kernels.py and in ``naive_simulate``; eps_g is then the clean error
+from (R1, Q1, T1) with the pair's I2 and the current readout.  Initial weights (and
+``init="informed"``) come from solvers/core/initial.py, which the ODE's random start shares.
+
 Why everything runs in the eigenbasis
 -------------------------------------
 With Sigma = W diag(lambda) W^T, write xi = W z~ with z~ = sqrt(lambda) (.) z, z ~ N(0, I).  Then
@@ -293,6 +301,8 @@ class _Setup:
     B0: np.ndarray | None
     generator: str = DEFAULT_GENERATOR
     fam: fam.Family | None = None       # model options (solvers/sim/family.py)
+    init: str = "random"                # or "informed", "modes" (solvers.core.initial)
+    init_modes: dict | None = None      # the given overlaps of init = "modes"
 
     @property
     def default_model(self) -> bool:
@@ -311,6 +321,8 @@ class _Setup:
                    generator=self.generator)
         if not self.default_model:
             out["model"] = self.fam.describe()
+        if self.init != "random":
+            out["init"] = self.init
         return out
 
 
@@ -323,7 +335,7 @@ FAMILY_DEFAULTS = dict(student_activation=None, teacher_activation=None, normali
 
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
               eigenvalues=None, rotate=False, n_trainable=None, untrainable="zero",
-              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR,
+              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR, init="random",
               **model) -> _Setup:
     unknown = set(model) - set(FAMILY_DEFAULTS)
     if unknown:
@@ -331,7 +343,17 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
     if not isinstance(activation, str):
         raise ValueError(f"activation must be a string, got {activation!r}")
     K_, M_ = (_positive_int("K", K), _positive_int("M", M))
+    init_modes = None
+    if isinstance(init, dict):
+        init_modes, init = init, "modes"
+    elif init not in ("random", "informed"):
+        raise ValueError(f"init must be 'random', 'informed' or a dict of mode overlaps "
+                         f"R, Q, T, got {init!r}")
     family = fam.family(K_, M_, activation=activation, **{**FAMILY_DEFAULTS, **model})
+    if family.is_default(K_, M_):
+        # today's model, whatever spelling ("x", or activation overridden in both slots):
+        # its kernels, eps_g and holdout read the canonical name
+        activation = family.student.name
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     K = _positive_int("K", K)
@@ -399,7 +421,29 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
 
     return _Setup(activation, K, M, N, eta, sigma_J, seed, steps, lam, N // L, n_tr,
                   untrainable, bool(rotate), eps_holdout, weights("J0", J0, K),
-                  weights("B0", B0, M), generator, family)
+                  weights("B0", B0, M), generator, family, init,
+                  _given_modes(init_modes, L, K, M, J0, B0, n_tr, N, untrainable))
+
+
+def _given_modes(modes, L, K, M, J0, B0, n_tr, N, untrainable):
+    """Checked float64 mode overlaps of init = {"R", "Q", "T"}, or None."""
+    if modes is None:
+        return None
+    if J0 is not None or B0 is not None:
+        raise ValueError("give either J0 / B0 or init overlaps, not both")
+    if n_tr < N and untrainable == "zero":
+        raise ValueError("init from overlaps with n_trainable < N needs untrainable = "
+                         "'frozen' (zeroing would change the given overlaps)")
+    out = {}
+    for k, shape in (("R", (L, K, M)), ("Q", (L, K, K)), ("T", (L, M, M))):
+        if k not in modes:
+            raise ValueError(f"init overlaps need R, Q and T (missing {k})")
+        a = np.array(modes[k], dtype=np.float64)
+        if a.shape != shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"init overlaps {k} must be finite of shape {shape}, got "
+                             f"{a.shape}")
+        out[k] = a
+    return out
 
 
 _streams = initial.streams     # teacher, student, rotation, training inputs, held-out inputs
@@ -433,7 +477,8 @@ def _initial_weights(st: _Setup):
     (solvers.core.initial.draw_weights)."""
     return initial.draw_weights(st.seed, st.K, st.M, st.N, st.sigma_J, rotate=st.rotate,
                                 n_trainable=st.n_tr, untrainable=st.untrainable, J0=st.J0,
-                                B0=st.B0)
+                                B0=st.B0, informed=st.init == "informed",
+                                modes=st.init_modes)
 
 
 def _init_modes(st: _Setup, Jt, Bt):
@@ -443,7 +488,7 @@ def _init_modes(st: _Setup, Jt, Bt):
 
 
 def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenvalues=None,
-                          rotate=False, n_trainable=None, untrainable="zero"):
+                          rotate=False, n_trainable=None, untrainable="zero", init="random"):
     """The mode overlaps {"R", "Q", "T"} (L, ., .) that ``simulate`` with these arguments starts from.
 
     ``scaling-odes solve`` with ``init = "random"`` starts the ODEs here, so theory and simulation
@@ -451,7 +496,7 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenval
     """
     st = _validate(activation="linear", K=K, M=M, N=N, eta=1.0, sigma_J=sigma_J, seed=seed,
                    alphas=[0.0], L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
-                   n_trainable=n_trainable, untrainable=untrainable)
+                   n_trainable=n_trainable, untrainable=untrainable, init=init)
     *_, Jt, Bt = _initial_weights(st)
     return _init_modes(st, Jt, Bt)
 
@@ -668,7 +713,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     {"kind": "steps", "alphas", "etas"}; eta at each step's start).  Today's model runs on the
     kernels above, bit for bit as before; every other variant runs the numba loop of
     family_kernels.py (``result.kernel == "numba-family"``, one thread), which draws the same
-    input stream (label noise from a sixth stream of the seed).
+    input stream (label noise from a sixth stream of the seed).  ``init="informed"`` starts
+    the student's rows i < min(K, M) at the teacher's (solvers.core.initial; default "random").
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
@@ -687,7 +733,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     init_modes = _init_modes(st, Jt, Bt)
     T1 = _level1(Bt, Bt, st.lam, st.block)
 
-    act = _ACT_CODE[activation]
+    act = _ACT_CODE[st.activation]
     columns = st.K >= _COLUMN_KERNEL_MIN_K
     if columns:
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
@@ -758,6 +804,8 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
     no_noise = np.empty(0)
     gen = _GEN_CODE[st.generator]
     per_call = max(1, _CALL_WORK // (N * (K + M) * bsz))
+    if bsz == 1:        # the fused loop carries the current sample and its fields
+        fk.family_prime(gen, g_data, state, bits, J, B, scale, z, x, y)
     R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
@@ -768,11 +816,18 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
                 noise = (sqrt_noise * g_noise.standard_normal(n * bsz) if f.noise > 0
                          else no_noise)
                 t0, c0 = time.perf_counter(), _thread_time()
-                bad = fk.family_steps(gen, g_data, state, bits, J, B, scale, st.n_tr, etas,
-                                      f.weight_decay, v, f.u, f.eta_readout, f.trained, noise,
-                                      bsz, f.student.code, f.student.dcoeffs,
-                                      f.student.coeffs, f.teacher.code, f.teacher.coeffs,
-                                      z, x, y, G, dv)
+                if bsz == 1:
+                    bad = fk.family_steps_fused(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y)
+                else:
+                    bad = fk.family_steps(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, bsz, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y, G, dv)
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
@@ -842,7 +897,7 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     if not st.default_model:
         return _naive_family(st, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1, Sigma,
                              P if W is not None else None, mask if W is None else None)
-    if activation == "erf":
+    if st.activation == "erf":
         g = lambda u: erf(u * _INV_SQRT2)  # noqa: E731
         gp = lambda u: _SQRT_2_OVER_PI * np.exp(-0.5 * u * u)  # noqa: E731
     else:

@@ -55,8 +55,8 @@ def checked_options(spec, command: str) -> dict:
     if (m.K, m.M) != (1, 1):
         raise SpecError(f"{name}: [model] K = {m.K}, M = {m.M}: the linear theory is for "
                         f"K = M = 1 (a linear committee is one effective vector)")
-    if t.init == "explicit":
-        raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
+    if t.init in ("explicit", "informed"):
+        raise SpecError(f'{name}: [training] init = "{t.init}" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
     options = sections.read(spec, "linear", sections.LINEAR_SCHEMA)
     try:

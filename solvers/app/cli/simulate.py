@@ -13,7 +13,9 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
                              # ziggurat, the default before) or "numpy" (PCG64, the reference)
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
-dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random":
+dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random"
+(or "informed": the student's rows i < min(K, M) start at the teacher's, solvers.core.initial;
+or explicit [init.modes], e.g. init = {from = "run.json"}: weights with exactly these overlaps):
 a simulation starts from drawn weights, and its realisation is what ``init`` in the output holds.
 
 Output (JSON), for the first seed:
@@ -79,6 +81,8 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "generator": cfg["generator"], "version": __version__,
         "kernel": res.kernel, "threads": res.threads,
     }
+    if "init" in cfg:       # "informed" or "modes" (absent: a random start)
+        out["meta"]["init"] = cfg["init"]
     if "model" in cfg:      # the committee-machine family's options (absent: today's model)
         out["meta"]["model"] = cfg["model"]
     if res.v is not None:   # readout = "trained": the student readout at each alpha
