@@ -36,6 +36,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from .derivatives import diff as _diff, free_symbols as _free
+from .fastcse import cse
 from .hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
 TARGETS = ("mpmath", "numpy", "taylor")   # "taylor": jet recurrences (derive/taylor.py)
@@ -127,7 +128,7 @@ def _check_symbols(exprs, allowed, what):
 
 def _block(exprs, printer, prefix="x", indent="    "):
     """CSE the expressions; return (assignment lines, printed outputs)."""
-    replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(prefix), order="none")
+    replacements, reduced = cse(exprs, prefix)      # = sp.cse(..., order="none"), faster
     lines = [f"{indent}{sym} = {printer.doprint(val)}" for sym, val in replacements]
     return lines, [printer.doprint(e) for e in reduced]
 
@@ -155,14 +156,12 @@ class _Derivation:
 def _derivatives(exprs, variables):
     """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks
     (identical expressions, as the coefficients of different rows often are, once)."""
-    idx, out, free, done = [], [], {}, {}
+    idx, out, free, memo = [], [], {}, {}
     for k, expr in enumerate(exprs):
         present = _free(expr, free)
         for u, var in enumerate(variables):
             if var in present:
-                d = done.get((expr, var))
-                if d is None:
-                    d = done[expr, var] = _diff(expr, var, free)
+                d = _diff(expr, var, free, memo)     # remembered by (expr, var) in memo
                 if d != 0:
                     idx.append((k, u))
                     out.append(d)
