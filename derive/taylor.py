@@ -185,9 +185,15 @@ _ORDER_K_CALLS = {"mul": "_mul({0}, {1}, k)", "sqr": "_sqr({0}, k)",
                   "inv": "_inv({0}, {{w}}, k)", "asin": "_asin({0}, {{w}}, {1}, k)"}
 
 
-def _shorter_bases(expr, variables):
+def _shorter_bases(expr, variables, memo=None):
     """Powers whose polynomial base is shorter expanded — (1+Q)² − Q² is 1 + 2Q: fewer jet
-    products; the value is the same expression."""
+    products; the value is the same expression.
+
+    ``expr.replace`` on the powers, bottom up, with the rewritten subtrees remembered in
+    ``memo`` (one dict for a set of expressions sharing subtrees: the coefficients share most
+    of theirs); the result is the expression ``replace`` gives."""
+    memo = {} if memo is None else memo
+
     def better(e):
         base = e.base
         if not base.is_polynomial(*variables):
@@ -196,7 +202,28 @@ def _shorter_bases(expr, variables):
         if sp.count_ops(expanded) < sp.count_ops(base):
             return sp.Pow(expanded, e.exp)
         return e
-    return expr.replace(lambda e: e.is_Pow and not e.base.is_Atom, better)
+
+    def walk(e):                        # Basic.replace's walk (simultaneous), remembered
+        out = memo.get(e)
+        if out is not None:
+            return out
+        args = e.args
+        out = e
+        if args:
+            new = tuple(walk(a) for a in args)
+            if new != args:
+                out = e.func(*new)
+                if any(out == a and a != b for a, b in zip(args, new)):
+                    memo[e] = out
+                    return out
+        if out.is_Pow and not out.base.is_Atom:
+            v = better(out)
+            if v is not None and v != out:
+                out = v
+        memo[e] = out
+        return out
+
+    return walk(sp.sympify(expr))
 
 
 def program(key):
@@ -207,7 +234,8 @@ def program(key):
     h = d.h
     printer = ContextPrinter({"fully_qualified_modules": False})
     prog = _Program(h.v1.state, list(h.v1.teacher) + [h.eta], printer)
-    exprs = [_shorter_bases(e, h.v1.state) for e in d.a_exprs + d.f_exprs]
+    memo = {}
+    exprs = [_shorter_bases(e, h.v1.state, memo) for e in d.a_exprs + d.f_exprs]
     replacements, reduced = cse(exprs, "x")          # = sp.cse(..., order="none"), faster
     for sym, val in replacements:
         prog.bound[sym] = prog.emit(val)
