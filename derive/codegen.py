@@ -25,6 +25,7 @@ Generation fails early when an expression has a free symbol that is not an argum
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from .derivatives import diff as _diff, free_symbols as _free
 from .fastcse import cse
+from .forward import program_derivatives
 from .hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
 TARGETS = ("mpmath", "numpy", "taylor")   # "taylor": jet recurrences (derive/taylor.py)
@@ -129,8 +131,28 @@ def _check_symbols(exprs, allowed, what):
 def _block(exprs, printer, prefix="x", indent="    "):
     """CSE the expressions; return (assignment lines, printed outputs)."""
     replacements, reduced = cse(exprs, prefix)      # = sp.cse(..., order="none"), faster
+    return _print_program(replacements, reduced, printer, indent)
+
+
+def _print_program(replacements, reduced, printer, indent="    "):
     lines = [f"{indent}{sym} = {printer.doprint(val)}" for sym, val in replacements]
     return lines, [printer.doprint(e) for e in reduced]
+
+
+def _used_assignments(replacements, codes) -> set:
+    """The symbols of ``replacements`` that the printed ``codes`` use, directly or through
+    other replacements."""
+    by_name = {str(sym): (sym, val) for sym, val in replacements}
+    pattern = re.compile(r"\b[A-Za-z_]\w*\b")
+    todo = [sym for code in codes for name in pattern.findall(code)
+            for sym, _ in [by_name.get(name, (None, None))] if sym is not None]
+    used = set()
+    while todo:
+        sym = todo.pop()
+        if sym not in used:
+            used.add(sym)
+            todo += [s for s in by_name[str(sym)][1].free_symbols if str(s) in by_name]
+    return used
 
 
 def module_name(key: SystemKey, target: str | None = None) -> str:
@@ -147,15 +169,14 @@ class _Derivation:
     f_idx: list
     a_exprs: list
     f_exprs: list
-    da_idx: list
-    da_exprs: list
-    df_idx: list
-    df_exprs: list
 
 
 def _derivatives(exprs, variables):
     """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks
-    (identical expressions, as the coefficients of different rows often are, once)."""
+    (identical expressions, as the coefficients of different rows often are, once).
+
+    The symbolic route, kept as the reference of the printed derivatives (which are the
+    forward accumulation of :mod:`derive.forward` over the coefficients' CSE program)."""
     idx, out, free, memo = [], [], {}, {}
     for k, expr in enumerate(exprs):
         present = _free(expr, free)
@@ -180,9 +201,7 @@ def _derive(key: SystemKey) -> _Derivation:
     f_exprs = [h.f[s] for s in f_idx]
     _check_symbols(a_exprs + f_exprs, args, f"{key.tag} coefficients")
     _check_symbols([h.eps_g], list(v1) + list(t1), f"{key.tag} eps_g")
-    da_idx, da_exprs = _derivatives(a_exprs, v1)
-    df_idx, df_exprs = _derivatives(f_exprs, v1)
-    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs)
+    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs)
 
 
 def render(key: SystemKey, target: str | None = None) -> str:
@@ -191,15 +210,22 @@ def render(key: SystemKey, target: str | None = None) -> str:
     d = _derive(key)
     h, a_idx, f_idx = d.h, d.a_idx, d.f_idx
     a_exprs, f_exprs = d.a_exprs, d.f_exprs
-    da_idx, da_exprs, df_idx, df_exprs = d.da_idx, d.da_exprs, d.df_idx, d.df_exprs
     printer = _printer("mpmath")
     v1, t1 = h.v1.state, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
 
     unpack = (f"    {', '.join(map(str, v1))}, = v1\n"
               f"    {', '.join(map(str, t1))}, = t1\n")
-    coef_lines, coef_out = _block(a_exprs + f_exprs, printer)
-    deriv_lines, deriv_out = _block(da_exprs + df_exprs, printer)
+    replacements, reduced = cse(a_exprs + f_exprs, "x")
+    coef_lines, coef_out = _print_program(replacements, reduced, printer)
+    # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py)
+    d_lines, d_index, deriv_out = program_derivatives(replacements, reduced, v1, printer, "d")
+    used = _used_assignments(replacements, d_lines + deriv_out)
+    deriv_lines = ([line for line, (sym, _) in zip(coef_lines, replacements) if sym in used]
+                   + [f"    {line}" for line in d_lines])
+    na = len(a_exprs)
+    da_idx = [(k, u) for k, u in d_index if k < na]
+    df_idx = [(k - na, u) for k, u in d_index if k >= na]
     eps_lines, eps_out = _block([h.eps_g], printer)
 
     labels = state_labels(key.K, key.M)

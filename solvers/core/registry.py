@@ -84,8 +84,8 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "derivatives.py", "fastcse.py", "hierarchy.py", "integrals.py",
-                 "taylor.py"):
+    for name in ("codegen.py", "derivatives.py", "fastcse.py", "forward.py", "hierarchy.py",
+                 "integrals.py", "taylor.py"):
         h.update((derive_dir / name).read_bytes())
     return h.hexdigest()[:12]
 
