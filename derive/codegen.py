@@ -111,11 +111,11 @@ class FloatPrinter(_PowMixin, NumPyPrinter):
         return f"({expr.p}/{expr.q})"
 
 
-def _printer(target: str):
+def _printer(target: str, order=None):
     if target == "mpmath":
-        return ContextPrinter({"fully_qualified_modules": False})
+        return ContextPrinter({"fully_qualified_modules": False, "order": order})
     if target == "numpy":
-        return FloatPrinter({"fully_qualified_modules": True})
+        return FloatPrinter({"fully_qualified_modules": True, "order": order})
     raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
 
 
@@ -219,7 +219,10 @@ def render(key: SystemKey, target: str | None = None) -> str:
     replacements, reduced = cse(a_exprs + f_exprs, "x")
     coef_lines, coef_out = _print_program(replacements, reduced, printer)
     # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py)
-    d_lines, d_index, deriv_out = program_derivatives(replacements, reduced, v1, printer, "d")
+    # (the partials print in SymPy's argument order: new text, and sorting terms was most of
+    # the printing time)
+    d_lines, d_index, deriv_out = program_derivatives(replacements, reduced, v1,
+                                                      _printer("mpmath", order="none"), "d")
     used = _used_assignments(replacements, d_lines + deriv_out)
     deriv_lines = ([line for line, (sym, _) in zip(coef_lines, replacements) if sym in used]
                    + [f"    {line}" for line in d_lines])
