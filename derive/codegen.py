@@ -25,7 +25,6 @@ Generation fails early when an expression has a free symbol that is not an argum
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -139,22 +138,6 @@ def _print_program(replacements, reduced, printer, indent="    "):
     return lines, [printer.doprint(e) for e in reduced]
 
 
-def _used_assignments(replacements, codes) -> set:
-    """The symbols of ``replacements`` that the printed ``codes`` use, directly or through
-    other replacements."""
-    by_name = {str(sym): (sym, val) for sym, val in replacements}
-    pattern = re.compile(r"\b[A-Za-z_]\w*\b")
-    todo = [sym for code in codes for name in pattern.findall(code)
-            for sym, _ in [by_name.get(name, (None, None))] if sym is not None]
-    used = set()
-    while todo:
-        sym = todo.pop()
-        if sym not in used:
-            used.add(sym)
-            todo += [s for s in by_name[str(sym)][1].free_symbols if str(s) in by_name]
-    return used
-
-
 def module_name(key: SystemKey, target: str | None = None) -> str:
     """The module of a system (one for every number target; the Taylor jets have their own)."""
     return f"{key.tag}_taylor" if target == "taylor" else key.tag
@@ -218,14 +201,11 @@ def render(key: SystemKey, target: str | None = None) -> str:
               f"    {', '.join(map(str, t1))}, = t1\n")
     replacements, reduced = cse(a_exprs + f_exprs, "x")
     coef_lines, coef_out = _print_program(replacements, reduced, printer)
-    # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py)
-    # (the partials print in SymPy's argument order: new text, and sorting terms was most of
-    # the printing time)
-    d_lines, d_index, deriv_out = program_derivatives(replacements, reduced, v1,
-                                                      _printer("mpmath", order="none"), "d")
-    used = _used_assignments(replacements, d_lines + deriv_out)
-    deriv_lines = ([line for line, (sym, _) in zip(coef_lines, replacements) if sym in used]
-                   + [f"    {line}" for line in d_lines])
+    # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py);
+    # new text, printed in SymPy's argument order (sorting terms was most of the printing)
+    values, d_lines, d_index, deriv_out = program_derivatives(
+        replacements, reduced, v1, _printer("mpmath", order="none"), "d", "z")
+    deriv_lines = [f"    {line}" for line in values + d_lines]
     na = len(a_exprs)
     da_idx = [(k, u) for k, u in d_index if k < na]
     df_idx = [(k - na, u) for k, u in d_index if k >= na]

@@ -23,8 +23,12 @@ import sympy as sp
 from .derivatives import diff
 
 
-def program_derivatives(replacements, outputs, variables, printer, prefix="d"):
-    """Forward-mode derivative lines of a CSE program.
+def program_derivatives(replacements, outputs, variables, printer, prefix="d", split="z"):
+    """Forward-mode derivative program of a CSE program.
+
+    The program is first split into three-address form (every argument of an operation that
+    is not a symbol, a number, a power of a symbol or a product of those gets a name starting
+    with ``split``), so that each partial derivative is a small expression of names.
 
     Parameters
     ----------
@@ -35,15 +39,17 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d"):
     variables : list of Symbol
         Differentiate by these; every other free symbol is a constant.
     printer : sympy printer
-        Prints the partials.
-    prefix : str
-        Prefix of the new names (must not start any name of the program).
+        Prints the values and partials.
+    prefix, split : str
+        Prefixes of the new names (neither may start a name of the program).
 
     Returns
     -------
+    values : list of str
+        Assignments ``name = code`` of the values the derivatives need (the split program,
+        restricted to what is used), in order.
     lines : list of str
-        Assignments ``name = code``, in an order that computes each name after what it uses
-        (every line of ``replacements`` must be computed before them).
+        Assignments of the partials and derivatives, in order, after ``values``.
     index : list of (int, int)
         ``(m, u)`` for every derivative of output m by variable u that is not structurally zero,
         ordered by m then u.
@@ -53,17 +59,18 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d"):
     >>> import sympy as sp
     >>> from sympy.printing.pycode import PythonCodePrinter
     >>> a, b, x0 = sp.symbols("a b x0")
-    >>> lines, index, codes = program_derivatives([(x0, a * b)], [x0 + a], [a, b],
-    ...                                           PythonCodePrinter())
+    >>> values, lines, index, codes = program_derivatives([(x0, a * b)], [x0 + a], [a, b],
+    ...                                                   PythonCodePrinter())
     >>> index, codes
     ([(0, 0), (0, 1)], ['1 + b', 'a'])
     """
+    program, outputs = _three_address(replacements, outputs, split)
     rank = {v: i for i, v in enumerate(variables)}
     nvar = len(variables)
     dep = {v: (i,) for i, v in enumerate(variables)}   # variables each symbol depends on
     # code of ds/dv_u for every symbol s: a name, or "1" for the variable itself
     dname = {(v, i): "1" for i, v in enumerate(variables)}
-    lines, uses, free, memo = [], {}, {}, {}
+    lines, free, memo = [], {}, {}
     counter = [0]
 
     def fresh():
@@ -102,7 +109,7 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d"):
                 out[u] = " + ".join(terms)
         return tuple(us), out
 
-    for sym, expr in replacements:
+    for sym, expr in program:
         rank[sym] = nvar + len(rank)
         us, codes = chain(expr)
         if not us:
@@ -117,15 +124,62 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d"):
                 dname[sym, u] = name
     index, codes = [], []
     for m, expr in enumerate(outputs):
-        expr = sp.sympify(expr)
-        us, out = chain(expr)
+        us, out = chain(sp.sympify(expr))
         for u in us:
             if u in out:
                 index.append((m, u))
                 codes.append(out[u])
     # only the lines the outputs need, in program order
-    needed = _needed_names(lines, codes, prefix)
-    return [f"{name} = {code}" for name, code in lines if name in needed], index, codes
+    need = _needed(lines, codes)
+    lines = [(name, code) for name, code in lines if name in need]
+    used = _used(program, [code for _, code in lines] + codes)
+    return ([f"{sym} = {printer.doprint(expr)}" for sym, expr in program if sym in used],
+            [f"{name} = {code}" for name, code in lines], index, codes)
+
+
+def _three_address(replacements, outputs, split):
+    """The program with every compound argument of a compound expression named (a name per
+    distinct subexpression), and the outputs likewise."""
+    names = sp.numbered_symbols(split)
+    program, named = [], {}
+
+    def simple(e):
+        return (e.is_Atom or (e.is_Pow and e.base.is_Atom)
+                or (e.is_Mul and all(a.is_Atom or (a.is_Pow and a.base.is_Atom)
+                                     for a in e.args)))
+
+    def name(e):
+        if simple(e):
+            return e
+        s = named.get(e)
+        if s is None:
+            s = named[e] = next(names)
+            program.append((s, top(e)))
+        return s
+
+    def top(e):
+        return e if simple(e) else e.func(*[name(a) for a in e.args])
+
+    for sym, expr in replacements:
+        program.append((sym, top(expr)))
+    outputs = [top(sp.sympify(e)) for e in outputs]
+    return program, outputs
+
+
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _used(program, codes) -> set:
+    """The symbols of ``program`` the ``codes`` use, directly or through other assignments."""
+    by_name = {str(sym): (sym, expr) for sym, expr in program}
+    todo = [by_name[n][0] for code in codes for n in _NAME.findall(code) if n in by_name]
+    used = set()
+    while todo:
+        sym = todo.pop()
+        if sym not in used:
+            used.add(sym)
+            todo += [s for s in by_name[str(sym)][1].free_symbols if str(s) in by_name]
+    return used
 
 
 def _paren(code: str) -> str:
@@ -136,14 +190,14 @@ def _is_name(code: str) -> bool:
     return code.replace("_", "a").isalnum() and not code[0].isdigit()
 
 
-def _needed_names(lines, codes, prefix) -> set:
-    pattern = re.compile(rf"\b{re.escape(prefix)}\d+\b")
+def _needed(lines, codes) -> set:
+    """Names of ``lines`` the ``codes`` use, directly or through other lines."""
     body = dict(lines)
-    need, todo = set(), [n for c in codes for n in pattern.findall(c)]
+    need, todo = set(), [n for c in codes for n in _NAME.findall(c) if n in body]
     while todo:
         n = todo.pop()
         if n in need:
             continue
         need.add(n)
-        todo += pattern.findall(body[n])
+        todo += [m for m in _NAME.findall(body[n]) if m in body]
     return need
