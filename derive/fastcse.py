@@ -35,7 +35,66 @@ def cse(exprs, prefix: str = "x"):
     opt_subs = _opt_subs(exprs)
     if opt_subs is None:
         return sp.cse(exprs, symbols=symbols, order="none")
-    return cse_main.tree_cse(exprs, symbols, opt_subs, "none", ())
+    return _tree_cse(exprs, symbols, opt_subs)
+
+
+def rebuild(func, args):
+    """``func(*args)``, with an arcsine built without SymPy's evaluation where that evaluation
+    cannot change it: ``asin.eval`` rewrites only numbers, odd negations, imaginary multiples,
+    arcsines of sin / cos and zero, and asking an argument whether it is zero costs more than
+    everything else in rebuilding the derived expressions."""
+    if func is sp.asin:
+        (arg,) = args
+        if not (arg.is_Atom or not arg.free_symbols or isinstance(arg, (sp.sin, sp.cos))
+                or arg.has(sp.I, *_INFINITE) or arg.could_extract_minus_sign()):
+            return sp.asin(arg, evaluate=False)
+    return func(*args)
+
+
+def _tree_cse(exprs, symbols, opt_subs):
+    """``sympy.simplify.cse_main.tree_cse(exprs, symbols, opt_subs, "none")`` for expressions
+    of commutative scalars, rebuilding arcsines with :func:`rebuild` (the same result)."""
+    Unevaluated = cse_main.Unevaluated
+    repeated, seen, taken = set(), set(), set()
+
+    def find(expr):                     # the subexpressions met more than once
+        if isinstance(expr, sp.Basic):
+            if expr.is_Atom or expr.is_Order:
+                if expr.is_Symbol:
+                    taken.add(expr.name)
+                return
+        elif not isinstance(expr, Unevaluated):
+            return
+        if expr in seen:
+            repeated.add(expr)
+            return
+        seen.add(expr)
+        for a in opt_subs.get(expr, expr).args:
+            find(a)
+
+    for e in exprs:
+        find(e)
+    names = (s for s in symbols if s.name not in taken)
+    replacements, named = [], {}
+
+    def build(expr):
+        if not isinstance(expr, (sp.Basic, Unevaluated)) or not expr.args:
+            return expr
+        if expr in named:
+            return named[expr]
+        orig = expr
+        expr = opt_subs.get(expr, expr)
+        # SymPy rebuilds every node (its test of changed arguments compares a list with a
+        # tuple), so this does too: rebuilding re-evaluates what was built unevaluated
+        new = rebuild(expr.func, [build(a) for a in expr.args])
+        if orig in repeated:
+            sym = next(names)
+            named[orig] = sym
+            replacements.append((sym, new))
+            return sym
+        return new
+
+    return replacements, [build(e) for e in exprs]
 
 
 class _Sign:
