@@ -6,7 +6,9 @@ One module per (activation, K, M).  It holds only what the derivation produces:
 * ``coefficients(v1, t1, eta, ctx)``: the level-1 coefficients ``a`` (nonzero entries) and
   ``f`` of the split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1), after common
   subexpression elimination;
-* ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians);
+* ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians),
+  accumulated forward along the coefficients' CSE program (:mod:`derive.forward`: no symbolic
+  derivative of the large expressions, no second CSE);
 * ``eps_g(v1, t1, ctx)``.
 
 The assembly of the level and modes systems from these (closure, combination, Jacobians) is

@@ -1,10 +1,11 @@
 """Derivatives of the derived expressions: the same expressions ``sympy.diff`` gives, faster.
 
-The coefficient derivatives of the printed modules (d a / d v1, d f / d v1) and the split of the
-hierarchy into next-level coefficients are many first derivatives of large sums of Gaussian
-integrals.  :func:`diff` follows SymPy's own rules node by node without its per-node checks
-(measured: erf K = M = 3, the derivatives 6.5 s -> 1.2 s of CPU; BENCHMARKS.md, "On-demand
-generation"), and the printed modules stay byte-identical (``scaling-odes regenerate --check``).
+The split of the hierarchy into next-level coefficients is many first derivatives of large sums
+of Gaussian integrals, and the printed coefficient derivatives are the partials of every line
+of the coefficients' CSE program (derive/forward.py).  :func:`diff` follows SymPy's own rules
+node by node without its per-node checks, remembering what it built by (sub-expression,
+variable) (measured: BENCHMARKS.md, "On-demand generation" and "Generation speed"); the
+expressions are SymPy's (tests/test_system_matrix.py compares them with ``sympy.diff``).
 """
 from __future__ import annotations
 
