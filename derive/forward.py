@@ -103,6 +103,8 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
                     terms.append(d)
                 elif d == "1":
                     terms.append(p)            # a term of a sum: no parentheses needed
+                elif p == "-1":
+                    terms.append(f"-{d}")
                 else:
                     terms.append(f"{_paren(p)}*{d}")
             if terms:
@@ -116,8 +118,8 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
             continue
         dep[sym] = us
         for u, code in codes.items():
-            if _is_name(code):
-                dname[sym, u] = code           # an alias: no line of its own
+            if _is_name(code) or code.isdigit():
+                dname[sym, u] = code           # an alias or a constant: no line of its own
             else:
                 name = fresh()
                 lines.append((name, code))
