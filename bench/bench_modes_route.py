@@ -98,13 +98,34 @@ def _write(d: Path, text: str) -> Path:
     return p
 
 
+def reference(argv, text, problem, grid):
+    """(ε_g of the reference, its description): ``--reference=FILE`` (waited for up to an hour
+    when it is still being made), else the RK7(8) in float64 at rtol 1e-14."""
+    import mpmath
+    from solvers.hierarchy.odes import integrate_problem
+    name = option(argv, "reference")
+    if name:
+        path = Path(name)
+        for _ in range(360):
+            if path.exists():
+                break
+            time.sleep(10)
+        data = json.loads(path.read_text())
+        if data["spec"] != text:
+            raise SystemExit("the reference file was made for another spec")
+        return ([mpmath.mpf(e) for e in data["eps_g"]],
+                f"flint arb, Taylor, {data['dps']} digits, rtol {data['rtol']:g} "
+                f"({data['wall_s']:.0f} s)")
+    ref = integrate_problem(problem, grid, basis="modes", arithmetic="float64", rtol=1e-14)
+    return ref.eps_g, "RK7(8) float64, rtol 1e-14"
+
+
 def main(argv) -> int:
     import mpmath
     from solvers.app.solve import problem_of
     from solvers.app.spec import load_spec
     from solvers.hierarchy import precision
     from solvers.hierarchy.modes_fast import solve_modes_fast
-    from solvers.hierarchy.odes import integrate_problem
 
     quick = "--quick" in argv
     wanted = int(option(argv, "digits", 9))
@@ -119,30 +140,18 @@ def main(argv) -> int:
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
     plan = precision.plan("modes", "auto", wanted, problem.L)
-    final_rtol = plan.faster.rtol / 100
+    final_rtol = plan.faster.rtol / plan.faster.check_factor
     exe = Path(sys.executable).parent / "scaling-odes"
     env = dict(os.environ, SCALING_ODES_PROGRESS="off")
     print(f"# {' '.join(text.split())}")
     print(f"# {os.cpu_count()} CPUs; the returned run's rtol {final_rtol:.0e}")
     solve_modes_fast(problem, grid[:3], rtol=1e-6)          # warm-up (imports, BLAS)
 
-    if option(argv, "reference"):
-        ref_data = json.loads(Path(option(argv, "reference")).read_text())
-        if ref_data["spec"] != text:
-            raise SystemExit("the reference file was made for another spec")
-        ref = [mpmath.mpf(e) for e in ref_data["eps_g"]]
-        ref_name = (f"flint arb, Taylor, {ref_data['dps']} digits, rtol {ref_data['rtol']:g} "
-                    f"({ref_data['wall_s']:.0f} s)")
-    else:
-        ref = integrate_problem(problem, grid, basis="modes", arithmetic="float64",
-                                rtol=1e-14).eps_g
-        ref_name = "RK7(8) float64, rtol 1e-14"
+    rows = []            # (repetition, run, load, wall, cpu, eps_g): digits counted at the end
 
-    print("| repetition | run | load avg (1 min) | wall s | CPU s | digits of eps_g |")
-    print("|---|---|---:|---:|---:|---:|")
     plain_default, w0, c0 = timed(lambda: solve_modes_fast(problem, grid))
-    print(f"| — | solve_modes_fast, default rtol 1e-8 | {os.getloadavg()[0]:.1f} | {w0:.1f} | "
-          f"{c0:.1f} | {digits(plain_default.eps_g, ref):.2f} |", flush=True)
+    rows.append(("—", "solve_modes_fast, default rtol 1e-8", os.getloadavg()[0], w0, c0,
+                 plain_default.eps_g))
     ratios = []
     for rep in range(reps):
         got = {}
@@ -151,8 +160,9 @@ def main(argv) -> int:
             load = os.getloadavg()[0]
             tr, w, c = timed(lambda: solve_modes_fast(problem, grid, rtol=final_rtol))
             got["plain"] = (w, c)
-            print(f"| {rep + 1} | solve_modes_fast, rtol {final_rtol:.0e} | {load:.1f} | "
-                  f"{w:.1f} | {c:.1f} | {digits(tr.eps_g, ref):.2f} |", flush=True)
+            rows.append((rep + 1, f"solve_modes_fast, rtol {final_rtol:.0e}", load, w, c,
+                         tr.eps_g))
+            print(f"plain {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}", flush=True)
 
         def cli():
             load = os.getloadavg()[0]
@@ -165,16 +175,23 @@ def main(argv) -> int:
             res = json.loads(out.read_text())
             meta = res["meta"]
             got["cli"] = (w, c)
-            print(f"| {rep + 1} | `scaling-odes solve`: route {meta['route']} (tried before: "
-                  f"{', '.join(meta['routes_tried']) or 'none'}; pair agreement "
-                  f"{meta['agreement_digits']:.2f}; concurrent {meta['concurrent_runs']}) | "
-                  f"{load:.1f} | {w:.1f} | {c:.1f} | "
-                  f"{digits([mpmath.mpf(e) for e in res['eps_g']], ref):.2f} |", flush=True)
+            rows.append((rep + 1, f"`scaling-odes solve`: route {meta['route']} (tried before: "
+                                  f"{', '.join(meta['routes_tried']) or 'none'}; pair agreement "
+                                  f"{meta['agreement_digits']:.2f}; concurrent "
+                                  f"{meta['concurrent_runs']})", load, w, c,
+                         [mpmath.mpf(e) for e in res["eps_g"]]))
+            print(f"CLI {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}, route "
+                  f"{meta['route']}, agreement {meta['agreement_digits']}", flush=True)
 
         for step in ((plain, cli) if rep % 2 == 0 else (cli, plain)):
             step()
         ratios.append((got["cli"][0] / got["plain"][0], got["cli"][1] / got["plain"][1]))
-    print(f"\nreference: {ref_name}")
+    ref, ref_name = reference(argv, text, problem, grid)
+    print(f"\n| repetition | run | load avg (1 min) | wall s | CPU s | digits of eps_g |")
+    print("|---|---|---:|---:|---:|---:|")
+    for rep, name, load, w, c, eps in rows:
+        print(f"| {rep} | {name} | {load:.1f} | {w:.1f} | {c:.1f} | {digits(eps, ref):.2f} |")
+    print(f"\ndigits: minimum over alpha of the agreement with the reference, {ref_name}")
     for i, (rw, rc) in enumerate(ratios):
         print(f"repetition {i + 1}: CLI / solve_modes_fast at rtol {final_rtol:.0e}: "
               f"wall {rw:.2f}, CPU {rc:.2f}")

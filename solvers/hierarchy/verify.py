@@ -200,11 +200,12 @@ def _name(p) -> str:
 
 
 def _tighter_pair(p, problem, alphas, *, basis, progress):
-    """(ε_g of the run at p.rtol, the run at p.rtol/100): concurrently when two CPUs are free
-    (the first in a forked child, as in ``precision.settle``), else one after the other."""
+    """(ε_g of the run at p.rtol, the run at p.rtol / p.check_factor): concurrently when two
+    CPUs are free (the first in a forked child, as in ``precision.settle``), else one after
+    the other."""
     from solvers.core.numbers import to_mpf
     from solvers.hierarchy import background
-    r1, r2 = p.rtol, p.rtol / 100
+    r1, r2 = p.rtol, p.rtol / p.check_factor
     job = None
     if background.concurrent_allowed():
         try:
