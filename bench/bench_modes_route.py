@@ -147,7 +147,8 @@ def main(argv) -> int:
     print(f"# {os.cpu_count()} CPUs; the returned run's rtol {final_rtol:.0e}")
     solve_modes_fast(problem, grid[:3], rtol=1e-6)          # warm-up (imports, BLAS)
 
-    rows = []            # (repetition, run, load, wall, cpu, eps_g): digits counted at the end
+    ref, ref_name = reference(argv, text, problem, grid)
+    rows = []            # (repetition, run, load, wall, cpu, eps_g)
 
     plain_default, w0, c0 = timed(lambda: solve_modes_fast(problem, grid))
     rows.append(("—", "solve_modes_fast, default rtol 1e-8", os.getloadavg()[0], w0, c0,
@@ -162,7 +163,8 @@ def main(argv) -> int:
             got["plain"] = (w, c)
             rows.append((rep + 1, f"solve_modes_fast, rtol {final_rtol:.0e}", load, w, c,
                          tr.eps_g))
-            print(f"plain {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}", flush=True)
+            print(f"plain {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}, digits "
+                  f"{digits(tr.eps_g, ref):.2f}", flush=True)
 
         def cli():
             load = os.getloadavg()[0]
@@ -181,12 +183,12 @@ def main(argv) -> int:
                                   f"{meta['concurrent_runs']})", load, w, c,
                          [mpmath.mpf(e) for e in res["eps_g"]]))
             print(f"CLI {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}, route "
-                  f"{meta['route']}, agreement {meta['agreement_digits']}", flush=True)
+                  f"{meta['route']}, agreement {meta['agreement_digits']}, digits "
+                  f"{digits(rows[-1][-1], ref):.2f}", flush=True)
 
         for step in ((plain, cli) if rep % 2 == 0 else (cli, plain)):
             step()
         ratios.append((got["cli"][0] / got["plain"][0], got["cli"][1] / got["plain"][1]))
-    ref, ref_name = reference(argv, text, problem, grid)
     print(f"\n| repetition | run | load avg (1 min) | wall s | CPU s | digits of eps_g |")
     print("|---|---|---:|---:|---:|---:|")
     for rep, name, load, w, c, eps in rows:

@@ -825,10 +825,10 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     RODAS4 46 s CPU, rk78 73 s (ε_g to 3e-6 and 3e-8; RODAS4 needs rtol 1e-10, 205 s, for the
     latter).  The stiff method wins as λ_1 ∝ L and η grow.
     exact_eps: evaluate ε_g from the float64 factors exactly (arb, ``_ExactEps``) instead of in
-    float64.  Where ε_g ends far below the O(1) order parameters the float64 evaluation, not the
-    state, limits its digits (erf K = M = 3, L = 32, β = 0.5, η = 0.5, ε_g(5000) = 6.6e-7: about
-    1e-16 / 6.6e-7 relative); costs ~1 ms per output point for K = M = 3, L = 32 (BENCHMARKS.md,
-    the modes route at 9 digits).  R1, Q1 and the states stay float64.
+    float64.  Where ε_g ends far below the O(1) order parameters its float64 evaluation loses
+    digits whatever the state's accuracy (erf K = M = 3, L = 32, β = 0.5, η = 0.5, ε_g(5000) =
+    6.6e-7: off by up to 1.6e-10 relative); costs ~1 ms per output point for K = M = 3, L = 32
+    (BENCHMARKS.md, the modes route at 9 digits).  R1, Q1 and the states stay float64.
     """
     started = time.perf_counter()
     if isinstance(problem_or_inputs, ModesInputs):
