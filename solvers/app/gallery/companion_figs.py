@@ -166,7 +166,7 @@ def b2_plot(d, p, out, small):
                       label=f"inside: features {_b2_span(list(i[ins]))}")
         ax.axhline(d["regime"]["threshold"], color="k", lw=0.8, ls="--",
                    label=f"threshold c = {d['regime']['threshold']:g}")
-        ax.set(xlabel="feature i", ylabel="error c of the Gaussian channel (at the switch)",
+        ax.set(xlabel="feature i", ylabel="channel error c at the switch",
                title="which transitions the theory describes")
         ax.legend(fontsize=7)
     with style() as plt:
