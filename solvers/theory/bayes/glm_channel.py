@@ -147,8 +147,9 @@ class MixedProblem:
 
     def _best(self, s, v2, ext):
         """Global maximiser of f_i for every GLM unit (v_i², external noise s_i): grid, then the
-        root of f_i′ in the bracket around the grid maximum."""
-        g1, corr = self.p.act.g1, self.corr
+        root of f_i′ in the bracket around the grid maximum, in t = −ln(1−q) (exact 1 − q when
+        the maximum lies beyond the grid, at large n/d)."""
+        corr, act = self.corr, self.p.act
         Q = _QGRID[None, :]
         r = (v2 / ext)[:, None]
         tot = ext[:, None] + v2[:, None] * self._gap(Q)
@@ -158,16 +159,31 @@ class MixedProblem:
         for u in range(v2.size):
             vu, eu, ru = v2[u], ext[u], v2[u] / ext[u]
 
-            def df(q):
-                return (0.5 * (1.0 - 1.0 / (1.0 - q))
-                        + s * (0.5 * vu * self.p.act.gp_np(q) / (eu + vu * float(self._gap(q)))
+            def df(t):
+                # f_i′ at q = 1 − e^{−t}: ½(1 − e^t) + n/d [v² g′(q) / (2 (s_i + v² G)) + ∂_qE]
+                q = -math.expm1(-t)
+                gap = float(act.gap_np(math.exp(-t)))
+                return (0.5 * (1.0 - math.exp(t))
+                        + s * (0.5 * vu * float(act.gp_np(q)) / (eu + vu * gap)
                                + float(corr(q, ru, dq=1))))
-            lo, hi = _QGRID[max(j[u] - 1, 0)], _QGRID[min(j[u] + 1, _QGRID.size - 1)]
             if j[u] == 0 and df(0.0) <= 0:
                 out[u] = 0.0
                 continue
-            a, b = df(lo), df(hi)
-            out[u] = brentq(df, lo, hi, xtol=1e-15, rtol=1e-15) if a > 0 > b else _QGRID[j[u]]
+            lo = -math.log1p(-_QGRID[max(j[u] - 1, 0)])
+            if j[u] == _QGRID.size - 1:
+                hi = lo
+                while df(hi) > 0:               # the maximum lies beyond the grid
+                    lo, hi = hi, hi + 4.0
+                    if hi > 36.0:               # 1 − q below 2e−16: not representable
+                        raise ArithmeticError(f"channel = 'glm': a GLM unit's overlap reaches "
+                                              f"1 − q < 1e−15 at n/d = {s:.6g} (float64 range)")
+            else:
+                hi = -math.log1p(-_QGRID[j[u] + 1])
+            if df(lo) > 0 > df(hi):
+                t = brentq(df, lo, hi, xtol=1e-15, rtol=1e-15)
+                out[u] = -math.expm1(-t)
+            else:
+                out[u] = _QGRID[j[u]]
         return out
 
     def psi_mix(self, s, q_sorted):
@@ -189,7 +205,10 @@ class MixedProblem:
         ownG = vG * self._gap(qG)
         eps_rest, q_rest = self._rest(s, Delta + float(ownG.sum()))
         ext = Delta + eps_rest + float(ownG.sum()) - ownG
-        return self._best(s, vG, ext), q_rest
+        # units with the same readout and the same noise have the same best response (flat
+        # readouts: one maximisation instead of k)
+        pairs, inv = np.unique(np.stack([vG, ext]), axis=1, return_inverse=True)
+        return self._best(s, pairs[0], pairs[1])[np.ravel(inv)], q_rest
 
     def _iterate(self, s, qG, start, tol=1e-12, max_iter=400, memory=6):
         """The joint fixed point q_G = map(q_G), Anderson-accelerated (the plain iteration
