@@ -152,3 +152,13 @@ def test_glm_channel_curve_and_refusals(tmp_path, capsys):
         spec = write_spec(tmp_path, text)
         code, _, err = run_cli(words + [spec], capsys)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (extra, err)
+
+
+def test_glm_channel_is_sized_by_its_glm_units(tmp_path, capsys, monkeypatch):
+    # 2000 GLM units (glm_units = "all", k = 2000) cost ≈ 37 s CPU per point (measured); the
+    # estimate must refuse 100 points under a 1-hour limit before any work, naming the unit count
+    monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "1")
+    text = BASE.replace("d = 200", "d = 2000") + (
+        'channel = "glm"\nglm_units = "all"\nn_over_d = [' + ", ".join(["10"] * 100) + "]\n")
+    code, _, err = run_cli(["bayes", write_spec(tmp_path, text)], capsys)
+    assert code == 2 and "2000 GLM units" in err and len(err.strip().splitlines()) == 1, err

@@ -51,8 +51,10 @@ MAX_BETA = 50                  # readouts i^-2β: beyond, all but the first feat
 _SECONDS_PER_POINT, _SECONDS_PER_POINT_FEATURE = 0.3, 1.5e-6
 _SECONDS_PER_TRANSITION, _SECONDS_PER_TRANSITION_FEATURE = 5.0, 2e-5
 # channel = "glm": 10-20 block iterations per point, each a Gaussian solve of the rest and a
-# global maximisation per GLM unit (measured 0.2-7 s per point at k = 20..200, loaded machine)
-_SECONDS_PER_GLM_POINT, _SECONDS_PER_GLM_POINT_FEATURE = 8.0, 2e-4
+# global maximisation per GLM unit; measured CPU per point (cubic, β = 1, Δ = 0.1): 0.2-0.4 s with
+# 33 GLM units at k = 200, 0.54 s with 33 at k = 2000, 3.9 s with 200, 37 s with 2000 units
+# (≈ 0.019 s per GLM unit and point; the rest's Gaussian solves ≈ 20 × the per-point cost above)
+_SECONDS_PER_GLM_POINT, _SECONDS_PER_GLM_UNIT, _GLM_REST_SOLVES = 1.0, 0.03, 20
 
 SCHEMA = {
     "activation": (convert.str, "cubic", check.one_of("cubic", "erf3", "relu4", "tanh3", "erf", "relu", "tanh")),
@@ -147,8 +149,6 @@ def load_document(doc: dict, name: str):
         raise section_error(name, "bayes", "glm_units goes with channel = \"glm\"")
     points = len(sec["n_over_d"] or sec["alpha"] or ())
     est = points * (_SECONDS_PER_POINT + k * _SECONDS_PER_POINT_FEATURE)
-    if sec["channel"] == "glm":
-        est = points * (_SECONDS_PER_GLM_POINT + k * _SECONDS_PER_GLM_POINT_FEATURE)
     if est > time_limit():
         raise section_error(name, "bayes", f"{points} points with k = {k} features: about "
                             f"{_hours(est)} (limit {_hours(time_limit())}, "
@@ -170,6 +170,14 @@ def load_document(doc: dict, name: str):
             st.mixed                        # cubic only; strongest readout within the table
     except ValueError as e:
         raise SpecError(f"{name}: [bayes] {' '.join(str(e).split())}") from None
+    if st.channel == "glm":
+        units = st.mixed.G.size
+        est = points * (_SECONDS_PER_GLM_POINT + units * _SECONDS_PER_GLM_UNIT
+                        + _GLM_REST_SOLVES * k * _SECONDS_PER_POINT_FEATURE)
+        if est > time_limit():
+            raise section_error(name, "bayes", f"channel = \"glm\": {points} points with "
+                                f"{units} GLM units (k = {k}): about {_hours(est)} (limit "
+                                f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
     return st, sec
 
 
