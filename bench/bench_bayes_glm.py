@@ -62,7 +62,7 @@ def hmc(points, instances, seed, out):
         r = m["informed"]
         qm, qse = S.summary(r["q_inst"])
         gm, gse = S.summary(r["gibbs_inst"])
-        row = {"n_over_d": m["n_over_d"], "q": qm[:3].tolist(), "q_se": qse[:3].tolist(),
+        row = {"d": D, "k": K, "n_over_d": m["n_over_d"], "q": qm[:3].tolist(), "q_se": qse[:3].tolist(),
                "gibbs_half": float(gm), "gibbs_half_se": float(gse),
                "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                "instances": instances, "seed": seed + j}
@@ -76,7 +76,7 @@ def hmc(points, instances, seed, out):
 
 def report(row):
     s = row["n_over_d"]
-    print(f"n/d = {s:.4g} (HMC {row['instances']} data sets, {row.get('wall_s', 0):.0f} s wall, "
+    print(f"d = {row.get('d', 40)}, n/d = {s:.4g} (HMC {row['instances']} data sets, {row.get('wall_s', 0):.0f} s wall, "
           f"{row.get('cpu_s', 0):.0f} s CPU)")
     for i in range(3):
         th = row["theory"]
@@ -93,14 +93,18 @@ def main():
     ap.add_argument("--instances", type=int, default=8)
     ap.add_argument("--seed", type=int, default=2600)
     ap.add_argument("--out")
+    ap.add_argument("--d", type=int, default=D, help="input dimension (k = d/2)")
     ap.add_argument("--report", help="print the comparison for a stored --out file")
     a = ap.parse_args()
+    global D, K
+    D, K = a.d, a.d // 2
     if a.speed:
         speed()
     if a.hmc:
         hmc(a.hmc, a.instances, a.seed, a.out)
     if a.report:
         for row in json.load(open(a.report)):
+            D, K = row.get("d", 40), row.get("d", 40) // 2
             row.setdefault("theory", theory(row["n_over_d"]))
             row["q"], row["q_se"] = row["q"][:3], row["q_se"][:3]
             report(row)
