@@ -87,6 +87,7 @@ def report(row):
 
 
 def main():
+    global D, K
     ap = argparse.ArgumentParser()
     ap.add_argument("--speed", action="store_true")
     ap.add_argument("--hmc", type=float, nargs="*")
@@ -96,7 +97,6 @@ def main():
     ap.add_argument("--d", type=int, default=D, help="input dimension (k = d/2)")
     ap.add_argument("--report", help="print the comparison for a stored --out file")
     a = ap.parse_args()
-    global D, K
     D, K = a.d, a.d // 2
     if a.speed:
         speed()
