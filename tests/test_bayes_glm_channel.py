@@ -96,6 +96,14 @@ def test_table_interpolation_against_the_quadrature():
     assert float(C(1.0, 3.0)) == 0.0 and float(C(0.5, 0.0)) == 0.0
 
 
+def test_docstring_example():
+    import doctest
+
+    from solvers.theory.bayes import glm_channel
+    res = doctest.testmod(glm_channel)
+    assert res.attempted > 0 and res.failed == 0
+
+
 def test_refusals():
     with pytest.raises(ValueError, match="cubic"):
         Setup(activation="erf3", d=20, Delta=0.1, channel="glm").mixed

@@ -25,7 +25,21 @@ other units through r_i, which the iteration ignores: a selection heuristic, sta
 What it is and is not.  Exact for k = 1 (the GLM replica formula, :class:`.glm.GLM`); with E ≡ 0
 it is the present system (tests/test_bayes_glm_channel.py, to 1e−8); for several O(1) units it
 is an approximation — each unit's channel is exact only against Gaussian rest, while the other
-O(1) units are not Gaussian.  Cubic σ = He₃/√6 only (the table is for g = x³).
+O(1) units are not Gaussian.  Cubic σ = He₃/√6 only (the table is for g = x³).  Measured against
+HMC (BENCHMARKS.md, "Bayes-optimal GLM channel against HMC"): k = 20, d = 40, β = 1 within 1.5 SE
+on Gibbs/2, q₁, q₂ where the Gaussian system is 4–5 SE off; flat readouts inside the Gaussian
+system's coexistence region not reproduced (no collective jump) — hence experimental.
+
+Example
+-------
+One unit with v² = 1 at Δ = 0.1 is a GLM (Gibbs/2 = 0.360 by the one-unit replica formula at
+n/d = 2; the Gaussian system gives 0.100):
+
+>>> from solvers.theory.bayes import Setup, curve
+>>> st = Setup(activation="cubic", d=80, readouts=[1.0], Delta=0.1, beta=None, channel="glm")
+>>> res = curve(st, n_over_d=[2.0])
+>>> round(res["eps_bo"][0], 2), res["meta"]["glm_features"]
+(0.36, [1])
 """
 from __future__ import annotations
 
