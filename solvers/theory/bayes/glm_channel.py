@@ -193,11 +193,15 @@ class MixedProblem:
                                               f"1 − q < 1e−15 at n/d = {s:.6g} (float64 range)")
             else:
                 hi = -math.log1p(-_QGRID[j[u] + 1])
-            if df(lo) > 0 > df(hi):
-                t = brentq(df, lo, hi, xtol=1e-15, rtol=1e-15)
-                out[u] = -math.expm1(-t)
-            else:
-                out[u] = _QGRID[j[u]]
+            if not df(lo) > 0 > df(hi):
+                # the maximum sits on a grid node to round-off: widen the bracket once
+                lo = -math.log1p(-_QGRID[max(j[u] - 3, 0)])
+                hi = -math.log1p(-_QGRID[min(j[u] + 3, _QGRID.size - 1)])
+                if not df(lo) > 0 > df(hi):
+                    raise ArithmeticError(f"channel = 'glm': no maximum of a GLM unit's "
+                                          f"potential bracketed at n/d = {s:.6g}")
+            t = brentq(df, lo, hi, xtol=1e-15, rtol=1e-15)
+            out[u] = -math.expm1(-t)
         return out
 
     def psi_mix(self, s, q_sorted):
