@@ -96,6 +96,12 @@ def test_table_interpolation_against_the_quadrature():
     assert float(C(1.0, 3.0)) == 0.0 and float(C(0.5, 0.0)) == 0.0
 
 
+def test_stored_table_is_in_sync_with_its_generator():
+    # glm_table_data.py is generated (python -m solvers.theory.bayes.glm_table); four entries
+    # recomputed by the same quadrature must agree to round-off
+    assert T.check() < 1e-12
+
+
 def test_docstring_example():
     import doctest
 
