@@ -26,9 +26,10 @@ What it is and is not.  Exact for k = 1 (the GLM replica formula, :class:`.glm.G
 it is the present system (tests/test_bayes_glm_channel.py, to 1e−8); for several O(1) units it
 is an approximation — each unit's channel is exact only against Gaussian rest, while the other
 O(1) units are not Gaussian.  Cubic σ = He₃/√6 only (the table is for g = x³).  Measured against
-HMC (BENCHMARKS.md, "Bayes-optimal GLM channel against HMC"): k = 20, d = 40, β = 1 within 1.5 SE
-on Gibbs/2, q₁, q₂ where the Gaussian system is 4–5 SE off; flat readouts inside the Gaussian
-system's coexistence region not reproduced (no collective jump) — hence experimental.
+HMC (BENCHMARKS.md, "Bayes-optimal GLM channel against HMC"): k = 20, d = 40 and k = 40, d = 80
+(β = 1) — q₁, q₂ > 0 where the Gaussian system has 0, within 1–2.6 SE, Gibbs/2 closer than the
+Gaussian system's at d = 40, between the two channels at d = 80; flat readouts inside the
+Gaussian system's coexistence region not reproduced (no collective jump) — hence experimental.
 
 Example
 -------
