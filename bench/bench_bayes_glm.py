@@ -48,7 +48,7 @@ def theory(s):
     for ch in ("gaussian", "glm"):
         st = Setup(activation="cubic", d=D, gamma=K / D, Delta=DELTA, beta=BETA, channel=ch)
         r = curve(st, n_over_d=[s])
-        out[ch] = {"q": r["q"][0][:3], "eps": r["eps_bo"][0]}
+        out[ch] = {"q": r["q"][0][:5], "eps": r["eps_bo"][0]}
     return out
 
 
@@ -62,7 +62,7 @@ def hmc(points, instances, seed, out):
         r = m["informed"]
         qm, qse = S.summary(r["q_inst"])
         gm, gse = S.summary(r["gibbs_inst"])
-        row = {"d": D, "k": K, "n_over_d": m["n_over_d"], "q": qm[:3].tolist(), "q_se": qse[:3].tolist(),
+        row = {"d": D, "k": K, "n_over_d": m["n_over_d"], "q": qm[:5].tolist(), "q_se": qse[:5].tolist(),
                "gibbs_half": float(gm), "gibbs_half_se": float(gse),
                "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                "instances": instances, "seed": seed + j}
@@ -78,8 +78,8 @@ def report(row):
     s = row["n_over_d"]
     print(f"d = {row.get('d', 40)}, n/d = {s:.4g} (HMC {row['instances']} data sets, {row.get('wall_s', 0):.0f} s wall, "
           f"{row.get('cpu_s', 0):.0f} s CPU)")
-    for i in range(3):
-        th = row["theory"]
+    th = row["theory"]
+    for i in range(min(len(row["q"]), len(th["glm"]["q"]))):
         print(f"  q{i + 1}: HMC {row['q'][i]:.3f} ± {row['q_se'][i]:.3f} | Gaussian "
               f"{th['gaussian']['q'][i]:.3f} | GLM channel {th['glm']['q'][i]:.3f}")
     print(f"  Gibbs/2: HMC {row['gibbs_half']:.3f} ± {row['gibbs_half_se']:.3f} | Gaussian "
@@ -106,7 +106,6 @@ def main():
         for row in json.load(open(a.report)):
             D, K = row.get("d", 40), row.get("d", 40) // 2
             row.setdefault("theory", theory(row["n_over_d"]))
-            row["q"], row["q_se"] = row["q"][:3], row["q_se"][:3]
             report(row)
 
 
