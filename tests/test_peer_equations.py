@@ -136,3 +136,99 @@ def test_reference_float64_agrees_with_its_mpmath_evaluation():
         err, scale = _worst(f64, ref)
         assert err <= TOL_F64 * scale
         assert abs(f64_eps - ref_eps) <= TOL_F64 * abs(ref_eps)
+
+
+# -- pyscm's closed-form ε_g against derive.family's I2 ----------------------------------------
+
+PAIRS = [("relu", "relu"), ("relu", "erf"), ("erf", "relu"), ("erf", "erf"), ("linear", "linear")]
+
+
+def _family_pair(student, teacher):
+    """derive.family's I2 for (student slot, teacher slot) pairs, printed for mpmath."""
+    import sympy as sp
+    from derive.family import I2
+    from derive.integrals import covariance_symbols
+    C = covariance_symbols(2)
+    args = (C[0, 0], C[0, 1], C[1, 1])
+    q = sp.Symbol("q", positive=True)
+    out = {}
+    for a, b in ((student, student), (teacher, teacher), (student, teacher)):
+        expr = I2(a, b, C)
+        out[a, b] = sp.lambdify(args, expr, "mpmath")
+        # one field with itself: substituted exactly, as the hierarchy does (numerically,
+        # sqrt(c11 c22 - c12²) and asin(c12/(√c11 √c22)) of the ReLU form leave their domain
+        # by a rounding error)
+        out[a, b, "diag"] = sp.lambdify((q,), expr.xreplace(dict.fromkeys(args, q)), "mpmath")
+    return out
+
+
+def family_eps_g(Q, R, T, student, teacher, v, u):
+    """ε_g = ½ <(ζ − σ)²> at L = 1 assembled from derive.family.I2 (the family conventions:
+    σ = Σ v_i g_s(x_i), ζ = Σ u_n g_t(y_n)), and the sum of the absolute values of its terms."""
+    I2 = _family_pair(student, teacher)
+    K, M = len(v), len(u)
+    def self_pair(g, X, a, b):
+        if a == b:
+            return I2[g, g, "diag"](X[a][a])
+        return I2[g, g](X[a][a], X[a][b], X[b][b])
+    terms = [v[i] * v[j] * self_pair(student, Q, i, j) for i in range(K) for j in range(K)]
+    terms += [u[n] * u[m] * self_pair(teacher, T, n, m) for n in range(M) for m in range(M)]
+    terms += [-2 * v[i] * u[n] * I2[student, teacher](Q[i][i], R[i][n], T[n][n])
+              for i in range(K) for n in range(M)]
+    return sum(terms) / 2, sum(abs(t) for t in terms) / 2
+
+
+def _readouts(K, M, normalisation):
+    """The family's readouts (exact, as mpf at the current precision)."""
+    K_, M_ = mpmath.mpf(K), mpmath.mpf(M)
+    return {"paper": ([mpmath.sqrt(M_) / K_] * K, [1 / mpmath.sqrt(M_)] * M),
+            "1/K": ([1 / K_] * K, [1 / M_] * M),
+            "none": ([mpmath.mpf(1)] * K, [mpmath.mpf(1)] * M)}[normalisation]
+
+
+@pytest.mark.parametrize("student, teacher", PAIRS, ids=[f"{s}-{t}" for s, t in PAIRS])
+@pytest.mark.parametrize("normalisation", ["none", "1/K", "paper"])
+def test_pyscm_closed_eps_g_matches_the_family_integrals(student, teacher, normalisation):
+    """pyscm's ε_g (its ReLU–ReLU form is written with atan, the family's with asin; its
+    mixed forms by Stein's lemma) equals ½ Σ readouts × derive.family.I2 at 40 digits and in
+    float64.  Bounds relative to the sum of |terms| (ε_g itself may cancel): 40 digits 1e-34,
+    float64 1e-14 (a dozen terms, each a few ulp: asin/atan/sqrt are correctly rounded to
+    ~1 ulp, and no covariance is near singular, see random_point)."""
+    for K, M in SIZES:
+        for seed in range(3):
+            Q, R, T = random_point(K, M, seed)
+            with mpmath.workdps(DPS):
+                v, u = _readouts(K, M, normalisation)
+                Qm, Rm, Tm = ([[mpmath.mpf(x) for x in row] for row in X] for X in (Q, R, T))
+                ref, scale = family_eps_g(Qm, Rm, Tm, student, teacher, v, u)
+                got = pyscm.eps_g(Q, R, T, teacher, student, lib=nn2pp.MPMATH, v=v, u=u)
+                assert abs(got - ref) <= TOL_MP * scale, (K, M, seed, got, ref)
+                if normalisation != "paper":      # pyscm's own switch gives the same readouts
+                    own = pyscm.eps_g(Q, R, T, teacher, student, lib=nn2pp.MPMATH,
+                                      normalise=normalisation == "1/K")
+                    assert abs(own - ref) <= TOL_MP * scale
+            f64 = pyscm.eps_g(Q, R, T, teacher, student, v=[float(x) for x in v],
+                              u=[float(x) for x in u])
+            assert abs(f64 - ref) <= 1e-14 * scale, (K, M, seed, f64, float(ref))
+
+
+def test_relu_eps_g_at_an_anti_aligned_student():
+    """A ReLU student that is the negated teacher (R = −√(QT), ρ = −1): relu(x) relu(−x) = 0,
+    so ε_g = ½ (Q/2 + T/2) = 0.5 at Q = T = 1; derive.family's I2 and the reference's limit
+    agree.  pyscm's published shortcut for c12² ≈ c11 c22 returns c12/2 whatever the sign, an
+    ε_g of 1.0 here, and stays wrong by ≈ |c12|/2 for every ρ < −(1 − 5e-6); for ρ near +1 the
+    shortcut costs at most ~(1 − ρ²)^(3/2) ≤ 1e-7 relative."""
+    with mpmath.workdps(DPS):
+        one = [mpmath.mpf(1)]
+        Q, R, T = [[mpmath.mpf(1)]], [[mpmath.mpf(-1)]], [[mpmath.mpf(1)]]
+        ref, _ = family_eps_g(Q, R, T, "relu", "relu", one, one)
+        got = pyscm.eps_g(Q, R, T, "relu", "relu", lib=nn2pp.MPMATH)
+        assert abs(ref - mpmath.mpf("0.5")) <= TOL_MP and abs(got - ref) <= TOL_MP
+        published = (pyscm.relu_relu_as_published(1, 1, 1) - 2 * pyscm.relu_relu_as_published(1, -1, 1)
+                     + pyscm.relu_relu_as_published(1, 1, 1)) / 2
+        assert published == 1.0
+        for rho in ("0.999999", "0.9999999"):     # inside the shortcut's band, ρ > 0
+            c12 = mpmath.mpf(rho)
+            exact = pyscm.relu_relu(1, c12, 1, nn2pp.MPMATH)
+            assert abs(pyscm.relu_relu_as_published(1, c12, 1, nn2pp.MPMATH) - exact) \
+                <= (1 - c12 ** 2) ** 1.5 * exact

@@ -75,6 +75,15 @@ def relu_relu(c11, c12, c22, lib=FLOAT64):
     return (2 * r + lib.pi * c12 + 2 * c12 * _atan(lib)(c12 / r)) / (4 * lib.pi)
 
 
+def relu_relu_as_published(c11, c12, c22, lib=FLOAT64):
+    """<relu(a) relu(b)> with pyscm's shortcut: c12/2 whenever c12² and c11 c22 agree to
+    numpy's ``allclose`` defaults (|difference| ≤ 1e-8 + 1e-5 |c11 c22|), whatever the sign of
+    c12; the closed form otherwise."""
+    if abs(c12 ** 2 - c11 * c22) <= 1e-8 + 1e-5 * abs(c11 * c22):
+        return c12 / 2
+    return relu_relu(c11, c12, c22, lib)
+
+
 def relu_erf(c_relu, c12, c_erf, lib=FLOAT64):
     """<relu(a) erf(b/√2)> with Var a = c_relu, Cov = c12, Var b = c_erf."""
     return c12 / lib.sqrt(2 * lib.pi * (1 + c_erf))
@@ -102,9 +111,10 @@ def pair(g1, g2, c11, c12, c22, lib=FLOAT64):
     raise ValueError(f"pyscm's eps_g pairs linear only with linear, got {g1!r}, {g2!r}")
 
 
-def readouts(K, M, normalise):
-    """(v, u) of pyscm's networks: 1/K, 1/M with ``normalise``, else ones."""
-    return ([1 / K] * K, [1 / M] * M) if normalise else ([1.0] * K, [1.0] * M)
+def readouts(K, M, normalise, lib=FLOAT64):
+    """(v, u) of pyscm's networks: 1/K, 1/M with ``normalise``, else ones (``lib`` numbers)."""
+    one = lib.convert(1)
+    return ([one / K] * K, [one / M] * M) if normalise else ([one] * K, [one] * M)
 
 
 def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=None):
@@ -115,7 +125,7 @@ def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=Non
     """
     Q, R, T = (np.asarray(x, dtype=object) for x in (Q, R, T))
     K, M = R.shape
-    dv, du = readouts(K, M, normalise)
+    dv, du = readouts(K, M, normalise, lib)
     v = [lib.convert(x) for x in (dv if v is None else v)]
     u = [lib.convert(x) for x in (du if u is None else u)]
     c = lib.convert
@@ -131,7 +141,7 @@ def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=Non
 def rhs(Q, R, T, *, lr, wd=0, sigma=0, normalise=False, lib=FLOAT64):
     """(dQ/dα, dR/dα) of pyscm's erf ODE as its simulator implies it (decay −2 wd Q)."""
     K, M = np.asarray(R, dtype=object).shape
-    v, A = readouts(K, M, normalise)
+    v, A = readouts(K, M, normalise, lib)
     dQ, dR, _ = nn2pp.rhs(Q, R, T, v, A, lr=lr, wd=wd, sigma=sigma, activation="erf", lib=lib)
     return dQ, dR
 
