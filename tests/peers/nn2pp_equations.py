@@ -152,7 +152,7 @@ def integrals(activation: str, lib=FLOAT64):
 
 
 def rhs(Q, R, T, v, A, *, lr, lr2=None, wd=0, sigma=0, activation="erf", both=False,
-        lib=FLOAT64):
+        decay_readout=True, lib=FLOAT64):
     """(dQ/dα, dR/dα, dv/dα) of nn2pp's ``propagate`` at one state (its increment over dt).
 
     Parameters
@@ -164,6 +164,8 @@ def rhs(Q, R, T, v, A, *, lr, lr2=None, wd=0, sigma=0, activation="erf", both=Fa
     wd : weight-decay constant (not scaled by lr; see the module docstring).
     sigma : standard deviation of the teacher's output noise.
     both : train the second layer (``--both``); dv/dα is zero otherwise.
+    decay_readout : nn2pp decays the trained readout too (−wd v); False drops that one term,
+        which is the family's model (weight decay on the first layer only).
 
     Returns
     -------
@@ -208,7 +210,8 @@ def rhs(Q, R, T, v, A, *, lr, lr2=None, wd=0, sigma=0, activation="erf", both=Fa
     dv = np.empty(K, dtype=object)
     for i in range(K):
         if both:
-            dv[i] = -wd * cv[i] + lr2 * (sum(cA[n] * g.I2(C, i, ys[n]) for n in range(M))
+            decay = wd * cv[i] if decay_readout else 0
+            dv[i] = -decay + lr2 * (sum(cA[n] * g.I2(C, i, ys[n]) for n in range(M))
                                          - sum(cv[j] * g.I2(C, i, j) for j in range(K)))
         else:
             dv[i] = lib.convert(0)
