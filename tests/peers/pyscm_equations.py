@@ -117,11 +117,13 @@ def readouts(K, M, normalise, lib=FLOAT64):
     return ([one / K] * K, [one / M] * M) if normalise else ([one] * K, [one] * M)
 
 
-def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=None):
+def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=None,
+          absolute=False):
     """pyscm's ``eg_white_inputs_orderparameters(Q, R, T, g1=teacher, g2=student, normalise)``.
 
     ``v``, ``u`` override the readouts (pyscm itself has only ``normalise``); numbers are
-    converted with ``lib`` (mpmath precision is the caller's scope).
+    converted with ``lib`` (mpmath precision is the caller's scope).  ``absolute`` returns the
+    sum of the absolute values of the terms instead (the scale of ε_g's rounding error).
     """
     Q, R, T = (np.asarray(x, dtype=object) for x in (Q, R, T))
     K, M = R.shape
@@ -129,13 +131,14 @@ def eps_g(Q, R, T, teacher, student, normalise=False, lib=FLOAT64, v=None, u=Non
     v = [lib.convert(x) for x in (dv if v is None else v)]
     u = [lib.convert(x) for x in (du if u is None else u)]
     c = lib.convert
-    ss = sum(v[i] * v[j] * pair(student, student, c(Q[i, i]), c(Q[i, j]), c(Q[j, j]), lib)
+    mag = abs if absolute else (lambda x: x)
+    ss = sum(mag(v[i] * v[j] * pair(student, student, c(Q[i, i]), c(Q[i, j]), c(Q[j, j]), lib))
              for i in range(K) for j in range(K))
-    tt = sum(u[n] * u[m] * pair(teacher, teacher, c(T[n, n]), c(T[n, m]), c(T[m, m]), lib)
+    tt = sum(mag(u[n] * u[m] * pair(teacher, teacher, c(T[n, n]), c(T[n, m]), c(T[m, m]), lib))
              for n in range(M) for m in range(M))
-    st = sum(v[i] * u[n] * pair(student, teacher, c(Q[i, i]), c(R[i, n]), c(T[n, n]), lib)
+    st = sum(mag(v[i] * u[n] * pair(student, teacher, c(Q[i, i]), c(R[i, n]), c(T[n, n]), lib))
              for i in range(K) for n in range(M))
-    return (ss + tt - 2 * st) / 2
+    return (ss + tt + 2 * st) / 2 if absolute else (ss + tt - 2 * st) / 2
 
 
 def rhs(Q, R, T, *, lr, wd=0, sigma=0, normalise=False, lib=FLOAT64):
