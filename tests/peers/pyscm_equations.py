@@ -36,8 +36,7 @@ difference in the published Euler loop: the weight-decay line of Q lacks its fac
 (``Q[i, k] -= 2 * wd * Q[i, k]``), so the loop integrates dQ/dα ∋ −(2 wd / dt) Q, a decay 1/dt
 (= 100 at dt = 0.01) times faster than its own simulator and its R equation (−wd R).  Its noise
 and decay terms also read Q entries already updated earlier in the same step (an O(dt) change of
-the scheme, not of the ODE).  :func:`rhs` gives the ODE the simulator implies (decay 2 wd Q);
-:func:`rhs_as_published` the increment per dt of the published loop's decay term.
+the scheme, not of the ODE).  :func:`rhs` gives the ODE the simulator implies (decay 2 wd Q).
 
 >>> import numpy as np
 >>> round(eps_g(np.eye(1), np.eye(1), np.eye(1), "relu", "relu"), 15)   # student = teacher
@@ -148,11 +147,3 @@ def rhs(Q, R, T, *, lr, wd=0, sigma=0, normalise=False, lib=FLOAT64):
     dQ, dR, _ = nn2pp.rhs(Q, R, T, v, A, lr=lr, wd=wd, sigma=sigma, activation="erf", lib=lib)
     return dQ, dR
 
-
-def rhs_as_published(Q, R, T, *, lr, wd=0, sigma=0, normalise=False, dt=0.01, lib=FLOAT64):
-    """The published loop's increment per dt at the start of a step: its decay of Q is
-    −(2 wd / dt) Q instead of −2 wd Q (the missing dt)."""
-    dQ, dR = rhs(Q, R, T, lr=lr, wd=wd, sigma=sigma, normalise=normalise, lib=lib)
-    Qo = np.asarray(Q, dtype=object)
-    wd, dt = lib.convert(wd), lib.convert(dt)
-    return dQ - 2 * wd * (1 / dt - 1) * Qo, dR
