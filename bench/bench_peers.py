@@ -82,7 +82,8 @@ def euler(Q, R, T, eta, alphas, dt):
     """ε_g of the peers' scheme at the output times, and its wall time."""
     steps = {round(a / dt): i for i, a in enumerate(alphas)}
     out = np.empty(len(alphas))
-    Q, R, v = np.array(Q, dtype=object), np.array(R, dtype=object), np.array(READOUT_V, dtype=object)
+    Q, R = np.array(Q, dtype=object), np.array(R, dtype=object)
+    v = np.array(READOUT_V, dtype=object)
     t0 = time.perf_counter()
     for k in range(max(steps) + 1):
         if k in steps:

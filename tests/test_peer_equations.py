@@ -300,9 +300,8 @@ def test_relu_eps_g_at_an_anti_aligned_student():
         ref, _ = family_eps_g(Q, R, T, "relu", "relu", one, one)
         got = pyscm.eps_g(Q, R, T, "relu", "relu", lib=nn2pp.MPMATH)
         assert abs(ref - mpmath.mpf("0.5")) <= TOL_MP and abs(got - ref) <= TOL_MP
-        published = (pyscm.relu_relu_as_published(1, 1, 1) - 2 * pyscm.relu_relu_as_published(1, -1, 1)
-                     + pyscm.relu_relu_as_published(1, 1, 1)) / 2
-        assert published == 1.0
+        shortcut = pyscm.relu_relu_as_published
+        assert (shortcut(1, 1, 1) + shortcut(1, 1, 1) - 2 * shortcut(1, -1, 1)) / 2 == 1.0
         for rho in ("0.999999", "0.9999999"):     # inside the shortcut's band, ρ > 0
             c12 = mpmath.mpf(rho)
             exact = pyscm.relu_relu(1, c12, 1, nn2pp.MPMATH)
@@ -313,7 +312,7 @@ def test_relu_eps_g_at_an_anti_aligned_student():
 # -- the family's variants against nn2pp, through the public API -------------------------------
 #
 # Noise, weight decay, a trained readout and other readouts are spec keys of the family
-# (FAMILY-CONVENTIONS: [model] normalisation / student_readout / teacher_readout / readout,
+# (the family's conventions: [model] normalisation / student_readout / teacher_readout / readout,
 # [training] noise / weight_decay / eta_readout).  Each variant is solved at L = 1 by
 # ``solvers.solve`` (12 verified digits) and compared with nn2pp's right-hand side, mapped by
 # ``nn2pp.peer_parameters``, integrated by SciPy's DOP853 at rtol 1e-13 in float64.  Bound on

@@ -25,7 +25,7 @@ Every term is evaluated at the state at the start of the step (the covariance ma
 once per step; v is updated after Q and R).  The η² bracket is always present (the project's
 order 2).  Their ε_g (``eg_analytical``) is the clean error ½<(φ* − φ)²>, without the label noise.
 
-Map to the project's conventions (FAMILY-CONVENTIONS of the committee-machine family)
+Map to the project's conventions (the committee-machine family: docs/theory/conventions.md)
 ------------------------------------------------------------------------------------
 * readouts: their student ``v`` = our student_readout v, their teacher ``A`` = our
   teacher_readout u (the sums carry no 1/K: their default A = 1, v ≈ 1 is our
