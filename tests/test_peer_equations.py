@@ -462,3 +462,11 @@ def test_nn2pp_decays_a_trained_readout_and_the_family_does_not():
     ours = nn2pp.rhs(Q, R, T, v, A, decay_readout=False, **params)
     assert all(np.array_equal(a, b) for a, b in zip(theirs[:2], ours[:2]))
     assert np.allclose(np.asarray(ours[2] - theirs[2], float), 0.1 * np.asarray(v), rtol=1e-15)
+
+
+def test_reference_examples_run():
+    """The examples in the reference modules' docstrings hold."""
+    import doctest
+    for module in (nn2pp, pyscm):
+        failed, tried = doctest.testmod(module)
+        assert tried > 0 and failed == 0, module.__name__
