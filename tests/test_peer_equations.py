@@ -82,9 +82,10 @@ def _teacher_values(system, T):
     return [T[int(n[2]) - 1][int(n[3]) - 1] for n in system.TEACHER]
 
 
-def generated_rhs(key, Q, R, T, eta, ctx, target):
+def generated_rhs(key, Q, R, T, eta, ctx, target, **extras):
     """dQ/dα, dR/dα (dicts by state name) and ε_g of the generated module at L = 1, order 2:
-    Σ = I has characteristic polynomial λ − 1 (c_0 = −1, so X^(1) = X^(0)) and ν_1 = 1."""
+    Σ = I has characteristic polynomial λ − 1 (c_0 = −1, so X^(1) = X^(0)) and ν_1 = 1.
+    ``extras`` (the family's label ``noise`` and weight ``decay``) go to ``rhs_levels``."""
     system = registry.load(key, target)
     conv = ctx.convert
     y = np.array([[conv(x) for x in _state_values(system, Q, R)]], dtype=object)
@@ -93,7 +94,8 @@ def generated_rhs(key, Q, R, T, eta, ctx, target):
         y, t = y.astype(float), t.astype(float)
     eta = conv(eta)
     out = system.rhs_levels(y, t, np.array([conv(-1)], dtype=object),
-                            np.array([conv(1)], dtype=object), eta, eta ** 2, ctx)
+                            np.array([conv(1)], dtype=object), eta, eta ** 2, ctx,
+                            **{k: conv(x) for k, x in extras.items()})
     return dict(zip(system.STATE, out[0])), system.eps_g(list(y[0]), list(t[0]), ctx)
 
 
@@ -170,6 +172,38 @@ def test_readouts_match_nn2pp(activation, kind):
         err, scale = _worst(got, ref)
         assert err <= TOL_F64 * scale, (seed, float(err), float(scale))
         assert abs(got_eps - ref_eps) <= TOL_F64 * abs(ref_eps), seed
+
+
+NOISE_DECAY = [("erf", K, M) for K, M in SIZES] + [("linear", 2, 2)]
+
+
+@pytest.mark.parametrize("activation, K, M", NOISE_DECAY,
+                         ids=[f"{a}-K{k}M{m}" for a, k, m in NOISE_DECAY])
+def test_noise_and_weight_decay_match_nn2pp(activation, K, M):
+    """Label noise (variance 0.04) and weight decay (κ = 0.2) at η = 0.5, paper readouts: the
+    family's right-hand side is nn2pp's with σ = 0.2 and wd = η κ = 0.1 (the documented map),
+    to rounding (the bounds of the paper's model)."""
+    import inspect
+    key = SystemKey(activation, K, M)
+    if "noise" not in inspect.signature(registry.load(key, "numpy").rhs_levels).parameters:
+        pytest.skip("the family API is not in this solver yet: rhs_levels(noise=, decay=)")
+    extras = {"noise": "0.04", "decay": "0.2"}
+    for seed in range(3):
+        Q, R, T = random_point(K, M, seed)
+        with mpmath.workdps(DPS):
+            ref, _ = reference(Q, R, T, K, M, mpmath.mpf("0.5"), nn2pp.MPMATH,
+                               sigma=mpmath.mpf("0.2"), wd=mpmath.mpf("0.1"),
+                               activation=activation)
+        with MpmathContext(DPS) as ctx:
+            got, _ = generated_rhs(key, Q, R, T, mpmath.mpf("0.5"), ctx, "mpmath",
+                                   **{k: mpmath.mpf(x) for k, x in extras.items()})
+            err, scale = _worst(got, ref)
+            assert err <= TOL_MP * scale, (seed, err, scale)
+        system = registry.load(key, "numpy")
+        got, _ = generated_rhs(key, Q, R, T, 0.5, system.ctx, "numpy",
+                               **{k: float(x) for k, x in extras.items()})
+        err, scale = _worst(got, ref)
+        assert err <= TOL_F64 * scale, (seed, float(err), float(scale))
 
 
 def test_reference_float64_agrees_with_its_mpmath_evaluation():
