@@ -1,5 +1,6 @@
 """Printing a solver module on demand, from a cold process: CPU seconds per phase, this tree's
-generator against the generator of another commit (default ``main``) in the same run.
+generator against the generator of another commit (default ``BASE``, main just before the
+generation-speed changes: SymPy's cse twice, symbolic coefficient derivatives) in the same run.
 
 Everything a default ``solve`` of a system not checked in needs is timed: the derivation, the
 number module, the Taylor-jet module and compiling both (what importing them first costs).
@@ -9,8 +10,8 @@ and imports included).  The other commit's ``derive/`` is taken with ``git archi
 temporary folder and imported from there.  The load average is printed with each row: the
 machine may be shared, so CPU time is the measure, not wall time.
 
-    python bench/bench_codegen.py                      # erf K = M = 2 .. 6 against main
-    python bench/bench_codegen.py erf:3:3 erf:4:4 --base HEAD~3
+    python bench/bench_codegen.py                      # erf K = M = 2 .. 6 against BASE
+    python bench/bench_codegen.py erf:3:3 erf:4:4 --base main
     python bench/bench_codegen.py erf:6:6 --no-base    # this tree only
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BASE = "ac72d38"
 
 CHILD = r"""
 import json, sys, time
@@ -77,7 +79,7 @@ def _phases(res: dict) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("systems", nargs="*", help="activation:K:M (default erf K = M = 2..6)")
-    parser.add_argument("--base", default="main", help="commit to compare with (default main)")
+    parser.add_argument("--base", default=BASE, help=f"commit to compare with (default {BASE})")
     parser.add_argument("--no-base", action="store_true", help="time this tree only")
     args = parser.parse_args(argv)
     keys = [tuple(a.split(":")) for a in args.systems] or [("erf", k, k) for k in range(2, 7)]
