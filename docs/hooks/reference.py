@@ -86,6 +86,8 @@ def describe_check(chk) -> str:
         return "strictly increasing"
     if name == "_dps_ok":
         return '>= 15, "auto" or "float64"'
+    if name == "_activation_ok":
+        return '"erf", "linear", "relu" or a polynomial in x such as "x**3 - 3*x"'
     nl = _nonlocals(chk)
     if "checks" in nl:
         return "; ".join(filter(None, (describe_check(c) for c in nl["checks"])))
