@@ -87,6 +87,9 @@ def test_plain_only_routes_refuse_other_models():
         modes_fast.inputs_from_problem(problem_of(spec))
     with pytest.raises(SpecError, match="linear"):
         checked_options(spec, "curve")
+    trained = parse_spec({**doc, "model": {**doc["model"], "readout": "trained"}})
+    with pytest.raises(ValueError, match="fixed readouts only"):
+        problem_of(trained)
 
 
 # -- the hierarchy ------------------------------------------------------------------------------

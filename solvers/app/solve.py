@@ -26,6 +26,7 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
 def problem_of(spec: Spec) -> Problem:
+    check_ode_options(spec)
     check_generated_system(spec)      # refuse a derivation that would take hours
     m, d, tr = spec.model, spec.data, spec.training
     key = m.system_key()
@@ -38,6 +39,20 @@ def problem_of(spec: Spec) -> Problem:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
     return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
                    weight_decay=tr.weight_decay, batch_size=tr.batch_size)
+
+
+def check_ode_options(spec: Spec) -> None:
+    """Refuse (one-line ValueError) the model options the ODEs do not integrate yet: a trained
+    readout and a learning-rate schedule other than the constant one."""
+    if spec.model.readout != "fixed":
+        raise ValueError(f"{spec.path}: [model] readout = {spec.model.readout!r}: the ODEs "
+                         f"integrate fixed readouts only (the simulator trains them)")
+    schedule = getattr(spec.training, "schedule", None)
+    kind = schedule.get("kind", "constant") if isinstance(schedule, dict) else \
+        getattr(schedule, "kind", "constant") if schedule is not None else "constant"
+    if kind != "constant":
+        raise ValueError(f"{spec.path}: [training] schedule kind = {kind!r}: the ODEs integrate "
+                         f"a constant learning rate only (the simulator follows schedules)")
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
@@ -97,7 +112,7 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "cpu_s": _cpu_s() - cpu_started,
             "concurrent_runs": bool(traj.stats.get("concurrent_runs", False)),
             "activation": spec.model.activation, "K": spec.model.K, "M": spec.model.M,
-            **_family_meta(spec.model),
+            **_family_meta(spec.model), **_training_meta(spec.training),
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
@@ -109,6 +124,14 @@ def _family_meta(m) -> dict:
         return {}
     return {"student_activation": m.student, "teacher_activation": m.teacher,
             "readouts": list(m.system_key().readouts)}
+
+
+def _training_meta(t) -> dict:
+    """Label noise, weight decay and batch size, when not at their defaults."""
+    if t.is_plain:
+        return {}
+    return {"noise": float(t.noise), "weight_decay": float(t.weight_decay),
+            "batch_size": t.batch_size}
 
 
 def _cpu_s() -> float:

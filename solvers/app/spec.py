@@ -70,6 +70,7 @@ class ModelSpec:
     normalisation: str = "paper"
     student_readout: tuple | None = None
     teacher_readout: tuple | None = None
+    readout: str = "fixed"                 # "fixed" | "trained" (v learned, [training] eta_readout)
 
     @property
     def student(self) -> str:
@@ -84,7 +85,7 @@ class ModelSpec:
         """The original model: one activation for both, the paper's readouts."""
         return (self.student == self.teacher == self.activation
                 and self.normalisation == "paper" and self.student_readout is None
-                and self.teacher_readout is None)
+                and self.teacher_readout is None and self.readout == "fixed")
 
     def readouts(self):
         """(v_1..v_K, u_1..u_M) as exact texts, or None for the paper's normalisation."""
@@ -378,6 +379,7 @@ _SCHEMA = {
         "normalisation": (_str, "paper", _one_of(*NORMALISATIONS)),
         "student_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
         "teacher_readout": (_list_of(_exact, f"list of {_EXACT}s"), None, None),
+        "readout": (_str, "fixed", _one_of("fixed", "trained")),
     },
     "data": {
         "L": (_int, None, _ge(1)),
@@ -709,6 +711,8 @@ def _model_dict(m: ModelSpec) -> dict:
             out[key] = _out(getattr(m, key))
     if m.normalisation != "paper":
         out["normalisation"] = m.normalisation
+    if m.readout != "fixed":
+        out["readout"] = m.readout
     return out
 
 
