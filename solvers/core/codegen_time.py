@@ -17,7 +17,9 @@ from __future__ import annotations
 # (4, 2), (4, 4): every measured time within a factor 0.76 .. 1.31 of the model (erf K = M = 2:
 # 1.5 s, 3: 6.3 s, 4: 18.6 s).  Linear: every coefficient is a polynomial, ~30x cheaper.
 EXPONENT = 1.84
-COEFFICIENT = {"erf": 0.042, "linear": 0.0012}
+# ReLU and polynomial students (one measurement each, K = M = 3, same machine, CPU s): ReLU 15.4 s
+# (the orthant terms and their gradients), x**3 - 3x 8.5 s, erf 6.2 s
+COEFFICIENT = {"erf": 0.042, "linear": 0.0012, "relu": 0.105, "poly": 0.058}
 OVERHEAD = 0.05
 
 
@@ -29,7 +31,8 @@ def n_state(K: int, M: int) -> int:
 def estimate_seconds(activation: str, K: int, M: int) -> float:
     """Estimated seconds to derive and print the modules of (activation, K, M) (the solver
     module and its Taylor jets) on one free core."""
-    coefficient = COEFFICIENT.get(activation, COEFFICIENT["erf"])
+    kind = activation if activation in ("erf", "linear", "relu") else "poly"
+    coefficient = COEFFICIENT[kind]
     return OVERHEAD + coefficient * n_state(K, M) ** EXPONENT
 
 
