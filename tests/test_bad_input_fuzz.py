@@ -11,6 +11,7 @@ checked on the raw text) -- and never a hang: the sizing must refuse invalid-but
 before any work, so every example has a time bound.  The CLI's ``main()`` runs in-process.
 """
 import contextlib
+import copy
 import io
 import json
 import math
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
-from test_spec_fuzz import ERF, LINEAR, SUBCOMMANDS, VALID, WILD, _numbers, _toml
+from test_spec_fuzz import ERF, FAMILY_KEYS, LINEAR, SUBCOMMANDS, VALID, WILD, _numbers, _toml
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -54,7 +55,7 @@ WEIGHTED = [sub for sub in sorted(ALL) for _ in range(
 KEYS = {
     "bayes": ("activation", "hermite", "hermite_start", "drop_low_orders", "d", "gamma", "Delta",
               "beta", "readouts", "n_over_d", "alpha", "selection", "features", "completion",
-              "dps"),
+              "dps", "channel", "glm_units"),
     "kernel": ("a", "M", "eigenvalues", "target_b", "target", "ridge", "noise", "P", "methods",
                "rg_cut", "learnability"),
     "mc": ("trials", "seed"),
@@ -70,7 +71,8 @@ GOOD = {**VALID, "hermite": [[1], [0, 1], ["0.5", 0.2]], "hermite_start": [3, 4]
         "gamma": [0.5, 1, "2"], "Delta": [0.1, "0.01", 1], "beta": [0, 0.5, 0.7, 1, "2"],
         "readouts": [[1, 0.5], ["0.3", "0.2", 0.1]], "n_over_d": [[1], [0.5, 3, 30]],
         "alpha": [[0.1], [1, 10]], "selection": ["potential", "informed", "uninformed"],
-        "features": [[1], [1, 2]], "completion": [False], "a": [1.5, 2, "3"],
+        "features": [[1], [1, 2]], "completion": [False], "channel": ["gaussian", "glm"],
+        "glm_units": ["outside", "all"], "a": [1.5, 2, "3"],
         "target_b": [1, 2.5], "target": [[1, 0.5]], "ridge": [0, 0.01, "1e-3"],
         "noise": [0, 0.01], "P": [[4], [2, 16]], "methods": [["eig"], ["eig", "rg_gda"]],
         "rg_cut": [0.01, 0.1], "learnability": [True, False], "trials": [2, 3],
@@ -93,12 +95,14 @@ def cases(draw):
             continue
         kind = draw(st.sampled_from(["good"] * 2 + ["bad"] * 5 + ["drop", "unknown", "misspelt",
                                                                  "empty", "not a table"]))
-        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ()))) - {"n_jobs"}) or ["bogus_key"]
+        family = FAMILY_KEYS.get(sec, ()) if sub == ("simulate",) else ()
+        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ())) | set(family)) - {"n_jobs"}) \
+            or ["bogus_key"]
         key = draw(st.sampled_from(keys))
         if kind == "good":
-            doc[sec][key] = draw(st.sampled_from(GOOD.get(key, BAD)))
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(GOOD.get(key, BAD))))
         elif kind == "bad":
-            doc[sec][key] = draw(st.sampled_from(BAD))
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(BAD)))
         elif kind == "drop":
             doc[sec].pop(key, None)
         elif kind == "unknown":
@@ -109,7 +113,7 @@ def cases(draw):
             # (an empty [data] is the valid default L = 16, N = 1024: seconds to minutes)
             doc[sec] = {}
         else:
-            doc[sec] = draw(st.sampled_from(BAD))
+            doc[sec] = copy.deepcopy(draw(st.sampled_from(BAD)))
     return sub, doc
 
 

@@ -315,7 +315,7 @@ def test_linear_small_eta_feature_scaling(untrainable):
     (dict(eta=float("nan")), "eta must be a finite"),
     (dict(K=0), "K must be >= 1"),
     (dict(M=2.5), "M must be an integer"),
-    (dict(activation="relu"), "activation must be one of"),
+    (dict(activation="tanh"), "activation 'tanh': unknown name"),   # relu is one now
     (dict(sigma_J=-1.0), "sigma_J must be >= 0"),
     (dict(seed=-1), "seed must be >= 0"),
     (dict(alphas=[-1.0, 2.0]), "alphas must be finite and >= 0"),

@@ -165,7 +165,7 @@ def test_jets_of_an_on_demand_system_run_without_a_number_context(cache, key):
             def component(tau, i=i):
                 v = [sum(path[k][s] * tau**k for k in range(order + 1))
                      for s in range(len(path[0]))]
-                # the outputs: a, f, then the label-noise coefficients
+                # the jets' outputs: a, f, then the label-noise coefficients
                 noise = mod.module.noise_coefficients(v, t1, ctx)[:len(mod.FN_INDEX)]
                 return (list(mod.coefficients(v, t1, num.eta, ctx)) + list(noise))[i]
             ref = mpmath.taylor(component, 0, order)

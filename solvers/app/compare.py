@@ -45,6 +45,8 @@ def compare_spec(spec, progress: bool = False) -> dict:
     comparison (keys in :mod:`solvers.app.cli.compare`)."""
     from solvers import __version__
     from solvers.app.cli.simulate import simulate_spec
+    from solvers.app.solve import _refuse_family_options
+    _refuse_family_options(spec)        # before the simulation, not after it
     started = time.perf_counter()
     sim = simulate_spec(spec, progress=progress)
     alphas = tuple(float(a) for a in sim["alpha"])

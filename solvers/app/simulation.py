@@ -20,10 +20,14 @@ def simulate_options(spec) -> dict:
     if opts["n_trainable"] is not None and opts["n_trainable"] > (N or 0):
         raise sections.error(spec, "simulate", f"n_trainable = {opts['n_trainable']} must be "
                                               f"an integer between 1 and N = {N}")
-    if spec.training.init != "random":
-        raise sections.error(spec, "training", f"simulate needs training.init = \"random\" "
-                                              f"(got {spec.training.init!r}): a simulation "
-                                              f"starts from drawn weights")
+    if spec.training.init not in ("random", "informed", "explicit") or (
+            spec.training.init == "explicit" and spec.init.basis != "modes"):
+        got = spec.training.init if spec.training.init != "explicit" else "explicit [init.levels]"
+        raise sections.error(spec, "training", f"simulate needs training.init = \"random\", "
+                                              f"\"informed\" or explicit [init.modes] "
+                                              f"(got {got!r}): a simulation starts from "
+                                              f"drawn weights or from weights with given mode "
+                                              f"overlaps")
     from solvers.app.spec import SpecError
     from solvers.app.validate import check_simulate_section, check_simulation
     try:        # caps, step count (int64) and time estimate, before the simulator is called
@@ -67,4 +71,48 @@ def simulate_kwargs(spec, options: dict) -> dict:
                 sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
-                eps_holdout=options["eps_holdout"], generator=options["generator"])
+                eps_holdout=options["eps_holdout"], generator=options["generator"],
+                **family_kwargs(spec),
+                **_init_kwargs(spec))
+
+
+def _init_kwargs(spec) -> dict:
+    """``init`` of ``simulate``: "informed", or the [init.modes] overlaps as float64 (weights
+    with these overlaps, solvers.core.initial.weights_from_modes; exact decimals written by
+    ``simulate`` are float64 values, so nothing is rounded)."""
+    t = spec.training
+    if t.init == "informed":
+        return {"init": "informed"}
+    if t.init == "explicit":
+        return {"init": {k: [[[float(x) for x in row] for row in mat]
+                             for mat in getattr(spec.init, k)] for k in ("R", "Q", "T")}}
+    return {}
+
+
+def family_kwargs(spec) -> dict:
+    """The committee-machine family's options of a spec as ``simulate`` arguments (only those
+    that differ from today's model, so a spec without them runs exactly as before).  Exact
+    numbers stay Fractions: the simulator rounds each once (schedule boundaries compared
+    exactly in steps)."""
+    m, t = spec.model, spec.training
+    out = {}
+    for key in ("student_activation", "teacher_activation"):
+        if getattr(m, key) is not None:
+            out[key] = getattr(m, key)
+    if m.normalisation != "paper":
+        out["normalisation"] = m.normalisation
+    for key in ("student_readout", "teacher_readout"):
+        if getattr(m, key) is not None:
+            out[key] = list(getattr(m, key))
+    if m.readout != "fixed":
+        out.update(readout=m.readout, eta_readout=t.eta_readout)
+    if t.noise:
+        out["noise"] = t.noise
+    if t.weight_decay:
+        out["weight_decay"] = t.weight_decay
+    if t.batch_size != 1:
+        out["batch_size"] = t.batch_size
+    if t.schedule is not None:
+        out["schedule"] = {k: (list(v) if isinstance(v, tuple) else v)
+                           for k, v in t.schedule_dict().items()}
+    return out

@@ -19,40 +19,45 @@ from solvers.hierarchy import precision, verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
-from solvers.app.spec import Spec
+from solvers.app.spec import Spec, refuse_training_options
 from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
 
 
+# the family's options the ODEs implement; the others are refused, never silently ignored
+ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size")
+
+
+def _refuse_family_options(spec: Spec) -> None:
+    """One line naming the family options the ODEs do not implement yet (a trained readout, a
+    schedule): a solve must not silently return the curve of another model.  Called by
+    ``compare`` before it simulates."""
+    from solvers.app.spec import SpecError
+    try:
+        refuse_training_options(spec, "the ODEs", supported=ODE_TRAINING_OPTIONS)
+        if spec.model.readout != "fixed":
+            raise ValueError('[model] readout = "trained": not implemented by the ODEs yet '
+                             '(the simulator runs it: scaling-odes simulate)')
+    except ValueError as e:
+        raise SpecError(f"{spec.path}: {e}") from None
+
+
 def problem_of(spec: Spec) -> Problem:
-    check_ode_options(spec)
+    _refuse_family_options(spec)
     check_generated_system(spec)      # refuse a derivation that would take hours
     m, d, tr = spec.model, spec.data, spec.training
     key = m.system_key()
     spectrum = spectrum_of(spec)
-    if tr.init == "random":
-        init = random_init(m.K, m.M, d.N, spectrum, tr.sigma_J, tr.seed, d.rotate)
+    if tr.init in ("random", "informed"):
+        init = random_init(m.K, m.M, d.N, spectrum, tr.sigma_J, tr.seed, d.rotate,
+                           informed=tr.init == "informed")
     elif tr.init == "expected":
         init = expected_init(spectrum, m.K, m.M, tr.sigma_J)
     else:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
     return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
                    weight_decay=tr.weight_decay, batch_size=tr.batch_size)
-
-
-def check_ode_options(spec: Spec) -> None:
-    """Refuse (one-line ValueError) the model options the ODEs do not integrate yet: a trained
-    readout and a learning-rate schedule other than the constant one."""
-    if spec.model.readout != "fixed":
-        raise ValueError(f"{spec.path}: [model] readout = {spec.model.readout!r}: the ODEs "
-                         f"integrate fixed readouts only (the simulator trains them)")
-    schedule = getattr(spec.training, "schedule", None)
-    kind = schedule.get("kind", "constant") if isinstance(schedule, dict) else \
-        getattr(schedule, "kind", "constant") if schedule is not None else "constant"
-    if kind != "constant":
-        raise ValueError(f"{spec.path}: [training] schedule kind = {kind!r}: the ODEs integrate "
-                         f"a constant learning rate only (the simulator follows schedules)")
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
@@ -112,7 +117,7 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "cpu_s": _cpu_s() - cpu_started,
             "concurrent_runs": bool(traj.stats.get("concurrent_runs", False)),
             "activation": spec.model.activation, "K": spec.model.K, "M": spec.model.M,
-            **_family_meta(spec.model), **_training_meta(spec.training),
+            **_family_meta(spec.model),
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
         },
     }
@@ -124,14 +129,6 @@ def _family_meta(m) -> dict:
         return {}
     return {"student_activation": m.student, "teacher_activation": m.teacher,
             "readouts": list(m.system_key().readouts)}
-
-
-def _training_meta(t) -> dict:
-    """Label noise, weight decay and batch size, when not at their defaults."""
-    if t.is_plain:
-        return {}
-    return {"noise": float(t.noise), "weight_decay": float(t.weight_decay),
-            "batch_size": t.batch_size}
 
 
 def _cpu_s() -> float:

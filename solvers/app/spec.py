@@ -1,12 +1,22 @@
 """The spec file: one TOML file describing a run, loaded into frozen dataclasses.
 
     [model]    activation = "erf"   K = 2   M = 2
-               (student_activation, teacher_activation: default activation; "erf", "linear",
-               "relu" or a polynomial in x; normalisation = "paper" | "1/K" | "1/sqrt(K)" |
-               "none", or student_readout = [K numbers], teacher_readout = [M numbers])
+               the committee-machine family (defaults = today's model): student_activation,
+               teacher_activation ("erf", "linear", "relu" or a polynomial in x such as
+               "x**3 - 3*x"; default: activation), normalisation = "paper" | "1/K" |
+               "1/sqrt(K)" | "none", student_readout = [K numbers], teacher_readout = [M
+               numbers] (with "paper" only), readout = "fixed" | "trained"
     [data]     L = 16   beta = 1.0   N = 1024   rotate = false   (or eigenvalues = [...])
                (defaults as shown; N only matters, and defaults, with init = "random")
     [training] eta = 0.1   order = 2   sigma_J = 0.01   seed = 0   init = "random"
+               init: "random" | "expected" | "explicit" | "informed" (student rows i < min(K, M)
+               start at the teacher's, solvers.core.initial) | {from = "run.json"} (the
+               overlaps at alpha = 0 written by ``simulate``, read as explicit [init.modes];
+               path relative to the spec)
+               noise = 0 (label-noise variance)   weight_decay = 0   batch_size = 1
+               eta_readout (> 0, with readout = "trained" only)
+               schedule = {kind = "constant"} | {kind = "power", alpha0 = 1, p = 1}
+                        | {kind = "steps", alphas = [a1, a2, ...], etas = [e1, e2, ...]}
     [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
     [solve]    alpha_max = 3000   n_points = 200   spacing = "log"   (or alphas = [...])
                alpha_min   basis = "levels"   dps = "auto"   digits = 12
@@ -70,7 +80,7 @@ class ModelSpec:
     normalisation: str = "paper"
     student_readout: tuple | None = None
     teacher_readout: tuple | None = None
-    readout: str = "fixed"                 # "fixed" | "trained" (v learned, [training] eta_readout)
+    readout: str = "fixed"                     # "fixed" | "trained"
 
     @property
     def student(self) -> str:
@@ -123,15 +133,38 @@ class TrainingSpec:
     order: int = 2
     sigma_J: Fraction = Fraction(1, 100)
     seed: int = 0
-    init: str = "random"           # "random" | "explicit" | "expected"
-    noise: Fraction = Fraction(0)          # label-noise variance
-    weight_decay: Fraction = Fraction(0)   # κ: J <- J (1 - η κ / N) + ...
-    batch_size: int = 1                    # samples per SGD step
+    init: str = "random"           # "random" | "explicit" | "expected" | "informed"
+    # the committee-machine family (its conventions; defaults = today's training)
+    noise: Fraction = Fraction(0)           # label-noise variance
+    weight_decay: Fraction = Fraction(0)    # kappa, first layer
+    batch_size: int = 1                     # fresh samples per SGD step
+    eta_readout: Fraction | None = None     # required with [model] readout = "trained"
+    schedule: tuple | None = None           # None: constant; else (kind, ((key, value), ...))
+
+    def schedule_dict(self) -> dict | None:
+        """The schedule as {"kind": ..., key: value} (Fractions / tuples of Fractions)."""
+        return None if self.schedule is None else {"kind": self.schedule[0],
+                                                   **dict(self.schedule[1])}
 
     @property
     def is_plain(self) -> bool:
         """No label noise, no weight decay, one sample per step (the original model)."""
         return self.noise == 0 and self.weight_decay == 0 and self.batch_size == 1
+
+    def family_options(self) -> list[str]:
+        """The family's training options given with other than their default values."""
+        return [k for k, plain in (("noise", 0), ("weight_decay", 0), ("batch_size", 1),
+                                   ("eta_readout", None), ("schedule", None))
+                if getattr(self, k) != plain]
+
+
+def refuse_training_options(spec, what: str, supported=()) -> None:
+    """One-line ValueError when the spec asks for a training option that ``what`` does not
+    implement (so that it is never silently ignored)."""
+    extra = [k for k in spec.training.family_options() if k not in supported]
+    if extra:
+        raise ValueError(f"[training] {', '.join(extra)}: not implemented by {what} "
+                         f"(the simulator runs it: scaling-odes simulate)")
 
 
 @dataclass(frozen=True)
@@ -358,11 +391,100 @@ def _dps_ok(v, label):
 
 
 def _activation_ok(v, label):
-    from derive.keys import canonical_activation
+    """An activation string of the family: erf, linear, relu or a polynomial in x (parsed
+    exactly, without SymPy)."""
+    from solvers.sim.family import parse_activation
     try:
-        canonical_activation(v)
-    except ValueError as exc:
-        raise _Problem(f"{label} = {_fmt(v)}: {' '.join(str(exc).split())}") from None
+        parse_activation(v)
+    except ValueError as e:
+        raise _Problem(f"{label} = {_fmt(v)}: {str(e).split(': ', 1)[-1]}") from None
+
+
+MAX_BATCH_SIZE = 10**6      # samples per step; the time of a run is sized in validate.py
+_SCHEDULE_KEYS = {"constant": (), "power": ("alpha0", "p"), "steps": ("alphas", "etas")}
+
+
+def _schedule(v, label):
+    """[training] schedule = {kind = "constant"} | {kind = "power", alpha0, p} |
+    {kind = "steps", alphas = [...], etas = [...]}: checked, exact numbers, stored as a
+    hashable (kind, ((key, value), ...))."""
+    if not isinstance(v, dict):
+        raise _wrong_type(label, v, 'table such as {kind = "power", alpha0 = 1, p = 1}')
+    kind = v.get("kind")
+    if kind not in _SCHEDULE_KEYS:
+        raise _Problem(f"{label} kind = {_fmt(kind)} must be one of "
+                       + ", ".join(map(_fmt, _SCHEDULE_KEYS)))
+    keys = _SCHEDULE_KEYS[kind]
+    for k in v:
+        if k != "kind" and k not in keys:
+            raise _Problem(f"{label} unknown key '{_key(k)}' for kind = {_fmt(kind)} "
+                           f"(allowed: kind{''.join(', ' + x for x in keys)})")
+    for k in keys:
+        if k not in v:
+            raise _Problem(f"{label} kind = {_fmt(kind)} needs key {k!r}")
+    out = []
+    if kind == "power":
+        a0, p = _exact(v["alpha0"], f"{label} alpha0"), _exact(v["p"], f"{label} p")
+        _gt(0)(a0, f"{label} alpha0")
+        _ge(0)(p, f"{label} p")
+        out = [("alpha0", a0), ("p", p)]
+    elif kind == "steps":
+        conv = _list_of(_exact, f"list of {_EXACT}s")
+        a, e = conv(v["alphas"], f"{label} alphas"), conv(v["etas"], f"{label} etas")
+        _each(_gt(0))(a, f"{label} alphas")
+        _increasing(a, f"{label} alphas")
+        _each(_gt(0))(e, f"{label} etas")
+        if len(a) != len(e):
+            raise _Problem(f"{label} alphas has {len(a)} entries and etas {len(e)}: one eta "
+                           f"per switching time")
+        out = [("alphas", a), ("etas", e)]
+    return None if kind == "constant" else (kind, tuple(out))
+
+
+_INIT_NAMES = ("random", "explicit", "expected", "informed")
+
+
+def _init_value(v, label):
+    """A named start (``_INIT_NAMES``) or ``{from = "run.json"}``: the mode overlaps at alpha = 0
+    that ``scaling-odes simulate`` wrote (its ``init.modes``, exact decimal strings), read as an
+    explicit [init.modes] start (parse_spec reads the file)."""
+    if isinstance(v, str):
+        _one_of(*_INIT_NAMES)(v, label)
+        return v
+    if isinstance(v, dict):
+        if set(v) != {"from"} or not isinstance(v["from"], str) or not v["from"]:
+            raise _Problem(f'{label} = {_fmt(v)} must be one of '
+                           + ", ".join(map(_fmt, _INIT_NAMES))
+                           + ' or a table {from = "run.json"} (the JSON of scaling-odes simulate)')
+        return ("from", v["from"])
+    raise _wrong_type(label, v, 'string or table {from = "run.json"}')
+
+
+def _init_from_run(path_text: str, spec_name: str) -> dict:
+    """The [init.modes] table of a simulate JSON (``init.modes``), path relative to the spec."""
+    label = f'[training] init = {{from = {_fmt(path_text)}}}'
+    path = Path(path_text)
+    if not path.is_absolute() and spec_name not in ("<spec>", ""):
+        path = Path(spec_name).parent / path
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise _Problem(f"{label}: cannot read {path}: no such file") from None
+    except OSError as e:
+        raise _Problem(f"{label}: cannot read {path}: {e.strerror or e}") from None
+    if len(text) > 1 << 28:
+        raise _Problem(f"{label}: {path} is larger than 256 MiB")
+    try:
+        doc = json.loads(text.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise _Problem(f"{label}: {path} is not JSON ({' '.join(str(e).split())[:80]})") \
+            from None
+    modes = doc.get("init", {}).get("modes") if isinstance(doc, dict) and \
+        isinstance(doc.get("init"), dict) else None
+    if not isinstance(modes, dict) or not all(k in modes for k in _TENSOR_KEYS):
+        raise _Problem(f"{label}: {path} has no init.modes with R, Q, T (write it with "
+                       f"scaling-odes simulate)")
+    return {"modes": {k: modes[k] for k in _TENSOR_KEYS}}
 
 
 _REQUIRED = object()
@@ -394,10 +516,13 @@ _SCHEMA = {
         "order": (_int, 2, _one_of(1, 2)),
         "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
         "seed": (_int, 0, _ge(0)),
-        "init": (_str, "random", _one_of("random", "explicit", "expected")),
+        "init": (_init_value, "random", None),
         "noise": (_exact, Fraction(0), _ge(0)),
         "weight_decay": (_exact, Fraction(0), _ge(0)),
-        "batch_size": (_int, 1, _ge(1)),
+        "batch_size": (_int, 1, _all(_ge(1), _rule(lambda v: v <= MAX_BATCH_SIZE,
+                                                   f"must be <= {MAX_BATCH_SIZE}"))),
+        "eta_readout": (_exact, None, _gt(0)),
+        "schedule": (_schedule, None, None),
     },
     "solve": {
         "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
@@ -460,6 +585,28 @@ def _read_section(doc: dict, sec: str, schema: dict | None = None) -> dict:
 
 # ---- cross-key checks --------------------------------------------------------------------
 
+def _check_training(t: dict, model: ModelSpec) -> TrainingSpec:
+    if model.readout == "trained" and t["eta_readout"] is None:
+        raise _Problem("[training] missing key 'eta_readout' (> 0): needed with [model] "
+                       "readout = \"trained\"")
+    if model.readout != "trained" and t["eta_readout"] is not None:
+        raise _Problem(f"[training] eta_readout = {_fmt(t['eta_readout'])} is only used with "
+                       f"[model] readout = \"trained\" (got readout = {_fmt(model.readout)})")
+    return TrainingSpec(**t)
+
+
+def _check_model(m: dict) -> ModelSpec:
+    for key, n, size in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
+        if m[key] is None:
+            continue
+        if m["normalisation"] != "paper":
+            raise _Problem(f"[model] give {key} with the default normalisation = \"paper\" "
+                           f"only, not with normalisation = {_fmt(m['normalisation'])}")
+        if len(m[key]) != n:
+            raise _Problem(f"[model] {key} has {len(m[key])} entries: need {size} = {n}")
+    return ModelSpec(**m)
+
+
 # the paper's defaults: a power law with L = 16 levels, beta = 1 in N = 1024 dimensions
 DEFAULT_L, DEFAULT_BETA, DEFAULT_N = 16, Fraction(1), 1024
 
@@ -472,7 +619,7 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     else:
         d["L"] = DEFAULT_L if d["L"] is None else d["L"]
         d["beta"] = DEFAULT_BETA if d["beta"] is None else d["beta"]
-    if d["N"] is None and training_init == "random":
+    if d["N"] is None and training_init in ("random", "informed"):
         # N only matters for a finite-N realisation; its default must hold the L levels
         if DEFAULT_N % d["L"]:
             raise _Problem(f"[data] N is not given and its default {DEFAULT_N} is not a "
@@ -481,17 +628,6 @@ def _check_data(d: dict, training_init: str) -> DataSpec:
     if d["N"] is not None and d["N"] % d["L"]:
         raise _Problem(f"[data] L = {d['L']} does not divide N = {d['N']}")
     return DataSpec(**d)
-
-
-def _check_model(m: dict) -> ModelSpec:
-    for key, n, width in (("student_readout", m["K"], "K"), ("teacher_readout", m["M"], "M")):
-        if m[key] is not None:
-            if m["normalisation"] != "paper":
-                raise _Problem(f"[model] give either normalisation = {_fmt(m['normalisation'])} "
-                               f"or {key}, not both")
-            if len(m[key]) != n:
-                raise _Problem(f"[model] {key} has {len(m[key])} entries, expected {width} = {n}")
-    return ModelSpec(**m)
 
 
 _GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
@@ -614,10 +750,18 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             if sec not in allowed:
                 raise _Problem(f"unknown section [{_key(sec)}] (allowed: {', '.join(allowed)})")
         model, data, training, solve = (_read_section(doc, sec) for sec in _SCHEMA)
-        model, training = _check_model(model), TrainingSpec(**training)
+        model = _check_model(model)
+        raw_init = doc.get("init")
+        if isinstance(training["init"], tuple):      # {from = "run.json"}: explicit modes
+            if raw_init is not None:
+                raise _Problem("[init] given together with [training] init = {from = ...}: "
+                               "give one of them")
+            raw_init = _init_from_run(training["init"][1], name)
+            training["init"] = "explicit"
+        training = _check_training(training, model)
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
-        init = _read_init(doc.get("init"), model, data, training)
+        init = _read_init(raw_init, model, data, training)
         extra = {sec: _table(doc[sec], f"[{sec}]") for sec in extra_sections if sec in doc}
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
@@ -716,19 +860,6 @@ def _model_dict(m: ModelSpec) -> dict:
     return out
 
 
-def _training_extra(t: TrainingSpec) -> dict:
-    """noise, weight_decay, batch_size when not at their defaults (the original model's
-    dictionary is unchanged)."""
-    out = {}
-    if t.noise != 0:
-        out["noise"] = _out(t.noise)
-    if t.weight_decay != 0:
-        out["weight_decay"] = _out(t.weight_decay)
-    if t.batch_size != 1:
-        out["batch_size"] = t.batch_size
-    return out
-
-
 def spec_to_dict(spec: Spec) -> dict:
     """Inverse of `parse_spec`: parse_spec(spec_to_dict(s)) == s for terminating decimals."""
     m, d, t, s = spec.model, spec.data, spec.training, spec.solve
@@ -745,7 +876,12 @@ def spec_to_dict(spec: Spec) -> dict:
         "model": _model_dict(m),
         "data": data,
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
-                     "seed": t.seed, "init": t.init, **_training_extra(t)},
+                     "seed": t.seed, "init": t.init,
+                     **{k: _out(getattr(t, k)) for k in ("noise", "weight_decay", "batch_size",
+                                                         "eta_readout")
+                        if getattr(t, k) != _SCHEMA["training"][k][1]},
+                     **({"schedule": {k: _out(x) for k, x in t.schedule_dict().items()}}
+                        if t.schedule is not None else {})},
         "solve": solve,
     }
     if spec.init is not None:

@@ -209,6 +209,7 @@ def check_spec(spec) -> None:
     if d.eigenvalues is not None:
         for v, label in _walk(d.eigenvalues, "[data] eigenvalues"):
             _magnitude(v, label)
+    _family_magnitudes(spec)
     if spec.init is not None:
         for key in ("R", "Q", "T"):
             for v, label in _walk(getattr(spec.init, key), f"[init.{spec.init.basis}] {key}"):
@@ -231,13 +232,33 @@ def check_spec(spec) -> None:
     # memory of a finite-N realisation (the initial condition of init = "random" and the
     # simulator): the weights, and W when rotated
     limit = memory_limit()
-    if d.N is not None and t.init == "random":
+    if d.N is not None and t.init in ("random", "informed"):
         need = 8.0 * d.N * (m.K + m.M) * 4 + (8.0 * d.N ** 2 * 2 if d.rotate else 0)
         if need > limit:
             raise ValueError(f"[data] N = {d.N}: the weights need about {_gib(need)} of memory "
                              f"(limit {_gib(limit)}, SCALING_ODES_MAX_MEMORY_GB)")
     if spec.init is not None:
         check_realisable(spec)
+
+
+def _family_magnitudes(spec) -> None:
+    """The family's exact numbers (readouts, noise, decay, eta_readout, schedule) must fit
+    float64 like eta."""
+    m, t = spec.model, spec.training
+    for key in ("student_readout", "teacher_readout"):
+        if getattr(m, key) is not None:
+            for v, label in _walk(getattr(m, key), f"[model] {key}"):
+                _magnitude(v, label)
+    for key in ("noise", "weight_decay", "eta_readout"):
+        v = getattr(t, key)
+        if v:
+            _magnitude(v, f"[training] {key}")
+    for key, v in (t.schedule_dict() or {}).items():
+        if key == "kind":
+            continue
+        for x, label in _walk(v, f"[training] schedule {key}"):
+            if x:
+                _magnitude(x, label)
 
 
 # ---- the exact spectrum (derive.spectra, SymPy) ------------------------------------------------
@@ -341,6 +362,13 @@ _STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per 
 _HOLDOUT_SECONDS = 2e-8      # per sample per N
 
 
+# The family's numba loops (solvers/sim/family_kernels.py, one thread) against today's kernels,
+# per sample: 0.64-0.73 of the C kernel's rate at B = 1, 0.58-0.65 at B = 4 (N = 256 and 1024,
+# K = M = 2, whatever the variant; BENCHMARKS.md, "Simulator: the committee-machine family"),
+# so 1 / 0.58.
+FAMILY_LOOP_SLOWDOWN = 1.7
+
+
 def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:
     """Estimated seconds of one SGD step (input draw, K + M dot products, update)."""
     small, large = _STEP_SECONDS.get(generator, _STEP_SECONDS["numpy"])
@@ -350,19 +378,23 @@ def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:
 
 def check_simulation_steps(alphas, N: int, n_runs: int = 1, label="[solve] alpha_max",
                            K: int = 2, M: int = 2, generator: str = "xoshiro",
-                           eps_holdout: int = 0):
+                           eps_holdout: int = 0, batch_size: int = 1, family: bool = False):
     """The simulator counts steps round(α N) in int64; refuse grids beyond it, and runs whose
-    time estimate (steps, input generator, holdout samples) passes the limit."""
+    time estimate (steps x batch_size samples, input generator, the family's loop when the
+    model is not today's, holdout samples) passes the limit."""
     top = max(alphas)
     steps = top * N
     if not math.isfinite(steps) or steps > MAX_SIM_STEPS:
         count = f"{steps:.3g}" if math.isfinite(steps) else "more than 1.8e308"
         raise ValueError(f"{label} = {top:.6g} with N = {N} is {count} SGD steps: beyond "
                          f"the simulator's step counter (at most {float(MAX_SIM_STEPS):.3g})")
-    est = steps * n_runs * step_seconds(N, K, M, generator)
+    est = steps * batch_size * n_runs * step_seconds(N, K, M, generator) \
+        * (FAMILY_LOOP_SLOWDOWN if family else 1.0)
     hold = len(alphas) * eps_holdout * N * (K + M) / 4 * _HOLDOUT_SECONDS * n_runs
     if est + hold > time_limit():
-        parts = f"{_hours(est)} of SGD steps ({generator} inputs)"
+        parts = f"{_hours(est)} of SGD steps ({generator} inputs" + \
+            (f", {batch_size} samples per step" if batch_size != 1 else "") + \
+            (", the family's numba loop" if family else "") + ")"
         if eps_holdout:
             parts += f" + {_hours(hold)} of holdout samples (eps_holdout = {eps_holdout})"
         raise ValueError(f"{label} = {top:.6g} with N = {N} ({n_runs} run(s), "
@@ -390,7 +422,20 @@ def check_simulation(spec, options: dict) -> None:
     """Everything ``simulate`` will do for ``spec`` with its validated [simulate] options."""
     m, d = spec.model, spec.data
     check_simulation_steps(spec.solve.alpha_grid(), d.N, len(options["seeds"]), K=m.K, M=m.M,
-                           generator=options["generator"], eps_holdout=options["eps_holdout"])
+                           generator=options["generator"], eps_holdout=options["eps_holdout"],
+                           batch_size=spec.training.batch_size, family=_family_model(spec))
+
+
+def _family_model(spec) -> bool:
+    """Whether the simulator runs the family's loop for this spec (a model other than today's:
+    solvers.sim.family.Family.is_default, read off the spec)."""
+    m, t = spec.model, spec.training
+    acts = {m.activation if a is None else a for a in (m.student_activation,
+                                                       m.teacher_activation)}
+    return (len(acts) > 1 or not acts <= {"erf", "linear"} or m.normalisation != "paper"
+            or m.student_readout is not None or m.teacher_readout is not None
+            or m.readout != "fixed" or t.noise != 0 or t.weight_decay != 0
+            or t.batch_size != 1 or t.schedule is not None)
 
 
 # ---- linear curve | window | feature-scaling ---------------------------------------------------

@@ -197,16 +197,18 @@ class NumericProblem:
 
 # -- initial conditions ---------------------------------------------------------------------
 
-def random_init(K, M, N, spectrum, sigma_J, seed, rotate=False) -> InitialCondition:
+def random_init(K, M, N, spectrum, sigma_J, seed, rotate=False,
+                informed=False) -> InitialCondition:
     """Mode overlaps of the finite-N realisation that ``simulate`` uses for the same seed.
 
     J_ia ~ N(0, σ_J²), B_na ~ N(0, 1) (optionally rotated by a Haar W); the float64 overlaps
-    are exact binary fractions and are taken as exact from here on.
+    are exact binary fractions and are taken as exact from here on.  ``informed``: the
+    student's rows i < min(K, M) start at the teacher's (``[training] init = "informed"``,
+    solvers.core.initial).
     """
-    from solvers.sim.simulate import initial_mode_overlaps
-    lam = [float(v) for v in spectrum.eigenvalues]
+    from solvers.core.initial import initial_mode_overlaps
     modes = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=float(sigma_J), seed=seed,
-                                  eigenvalues=lam, rotate=rotate)
+                                  L=spectrum.L, rotate=rotate, informed=informed)
     obj = lambda a: np.asarray(a, dtype=object)  # noqa: E731
     return InitialCondition("modes", obj(modes["R"]), obj(modes["Q"]), obj(modes["T"]))
 

@@ -15,6 +15,14 @@ Q1 = J Sigma J^T/N, T1 = B Sigma B^T/N; mode overlaps R_k = J P_k B^T/N (P_k = p
 block k), so that R1 = sum_k lambda_k R_k (likewise Q, T).  eps_g is evaluated exactly from
 (R1, Q1, T1).
 
+The committee-machine family (solvers/sim/family.py) generalises this model: activations
+g_s, g_t in erf / linear / relu / polynomials, readouts v, u (normalisations or explicit),
+a trained readout, label noise, weight decay, B samples per step and a learning-rate schedule
+(keyword arguments of ``simulate``; their defaults are the model above).  Those variants run on
+the numba loop of family_kernels.py and in ``naive_simulate``; eps_g is then the clean error
+from (R1, Q1, T1) with the pair's I2 and the current readout.  Initial weights (and
+``init="informed"``) come from solvers/core/initial.py, which the ODE's random start shares.
+
 Why everything runs in the eigenbasis
 -------------------------------------
 With Sigma = W diag(lambda) W^T, write xi = W z~ with z~ = sqrt(lambda) (.) z, z ~ N(0, I).  Then
@@ -93,6 +101,8 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 import numpy as np
+from solvers.core import initial
+from solvers.sim import family as fam
 from solvers.sim.streams import seed_state
 
 __all__ = [
@@ -159,9 +169,11 @@ class SimulationResult:
     eps_g_holdout  Monte-Carlo estimate of eps_g on ``eps_holdout`` fresh samples per alpha, or None
     J_final      (K, N) student weights at the last alpha *in the eigenbasis* (J~ = J W)
     config       the remaining arguments (activation, K, M, eta, sigma_J, rotate, n_trainable,
-                 untrainable, eps_holdout)
-    kernel, threads  the step loop that ran ("c" or "numba") and its threads (1 or 2; with
-                 threads=None, the count that did most of the steps)
+                 untrainable, eps_holdout; "model": the family options unless today's model)
+    kernel, threads  the step loop that ran ("c", "numba", or "numba-family" for the family's
+                 variants, family_kernels.py; "numpy" for naive_simulate) and its threads (1 or
+                 2; with threads=None, the count that did most of the steps)
+    v            (n_alpha, K) the student readout at each record (readout = "trained"), or None
     """
 
     alpha: np.ndarray
@@ -180,6 +192,7 @@ class SimulationResult:
     config: dict = field(default_factory=dict)
     kernel: str = "numba"      # which step loop ran: "c" (ckernel.py) or "numba" (kernels.py)
     threads: int = 1           # threads of that step loop
+    v: np.ndarray | None = None   # (n_alpha, K) student readout per record (trained readout)
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,7 +209,8 @@ def power_law_eigenvalues(L, beta) -> np.ndarray:
     return lam / lam.mean()
 
 
-def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
+def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1, *, student_activation=None,
+                                teacher_activation=None, v=None, u=None):
     """Exact eps_g = <(zeta - sigma)^2>/2 from the level-1 order parameters.
 
     eps_g = 1/2 [ (1/M) sum_nm I2(T_nn, T_nm, T_mm) + (M/K^2) sum_ij I2(Q_ii, Q_ij, Q_jj)
@@ -204,7 +218,22 @@ def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
     I2 = (2/pi) asin(c12 / sqrt((1+c11)(1+c22))) for erf, c12 for linear.
     Leading axes broadcast (e.g. R1 of shape (n_alpha, K, M) with T1 of shape (M, M)); returns a
     float for unbatched input, else an array of the broadcast leading shape.
+
+    The family (solvers/sim/family.py): ``student_activation`` / ``teacher_activation``
+    (default ``activation``) and readouts v (K,) or (..., K) (e.g. a trained readout per alpha),
+    u (M,) (default: the paper's sqrt(M)/K and 1/sqrt(M)) give
+    1/2 [u I2_tt(T) u + v I2_ss(Q) v - 2 v I2_st(Q_ii, R, T_nn) u] with the pair's I2.
     """
+    if (student_activation is not None or teacher_activation is not None or v is not None
+            or u is not None or activation not in ACTIVATIONS):
+        K, M = _positive_int("K", K), _positive_int("M", M)
+        pv, pu = fam.readouts(K, M)
+        s = fam.parse_activation(activation if student_activation is None
+                                 else student_activation)
+        t = fam.parse_activation(activation if teacher_activation is None
+                                 else teacher_activation)
+        eps = fam.eps_g(s, t, pv if v is None else v, pu if u is None else u, R1, Q1, T1)
+        return float(eps) if np.ndim(eps) == 0 else eps
     _check_activation(activation)
     K = _positive_int("K", K)
     M = _positive_int("M", M)
@@ -221,15 +250,7 @@ def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1):
 # Overlaps (NumPy: the records are a small part of a run, and the C kernel's path has no numba)
 # --------------------------------------------------------------------------------------------
 
-def _mode_overlaps(U, V, block):
-    """(L, p, q) array of U[:, block k] V[:, block k]^T / N for row-layout U (p, N), V (q, N).
-
-    einsum's own loops, not BLAS: a BLAS call wakes OpenBLAS's worker threads, which then spin
-    on the CPU the C kernel's second thread runs on."""
-    p, N = U.shape
-    q = V.shape[0]
-    L = N // block
-    return np.einsum("pla,qla->lpq", U.reshape(p, L, block), V.reshape(q, L, block)) / N
+_mode_overlaps = initial.mode_overlaps    # einsum, not BLAS (see there)
 
 
 def _level1(U, V, lam, block):
@@ -279,6 +300,14 @@ class _Setup:
     J0: np.ndarray | None
     B0: np.ndarray | None
     generator: str = DEFAULT_GENERATOR
+    fam: fam.Family | None = None       # model options (solvers/sim/family.py)
+    init: str = "random"                # or "informed", "modes" (solvers.core.initial)
+    init_modes: dict | None = None      # the given overlaps of init = "modes"
+
+    @property
+    def default_model(self) -> bool:
+        """today's model: the original kernels and eps_g run, bit for bit as before"""
+        return self.fam.is_default(self.K, self.M)
 
     @property
     def scale(self):
@@ -286,16 +315,45 @@ class _Setup:
         return np.repeat(np.sqrt(self.lam), self.block)
 
     def config(self):
-        return dict(activation=self.activation, K=self.K, M=self.M, eta=self.eta,
-                    sigma_J=self.sigma_J, rotate=self.rotate, n_trainable=self.n_tr,
-                    untrainable=self.untrainable, eps_holdout=self.eps_holdout,
-                    generator=self.generator)
+        out = dict(activation=self.activation, K=self.K, M=self.M, eta=self.eta,
+                   sigma_J=self.sigma_J, rotate=self.rotate, n_trainable=self.n_tr,
+                   untrainable=self.untrainable, eps_holdout=self.eps_holdout,
+                   generator=self.generator)
+        if not self.default_model:
+            out["model"] = self.fam.describe()
+        if self.init != "random":
+            out["init"] = self.init
+        return out
+
+
+# The family's options (solvers/sim/family.py), keyword arguments of simulate, naive_simulate
+# and simulate_many; their defaults are today's model.
+FAMILY_DEFAULTS = dict(student_activation=None, teacher_activation=None, normalisation="paper",
+                       student_readout=None, teacher_readout=None, readout="fixed",
+                       eta_readout=None, noise=0, weight_decay=0, batch_size=1, schedule=None)
 
 
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
               eigenvalues=None, rotate=False, n_trainable=None, untrainable="zero",
-              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR) -> _Setup:
-    _check_activation(activation)
+              eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR, init="random",
+              **model) -> _Setup:
+    unknown = set(model) - set(FAMILY_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown simulate argument(s) {sorted(unknown)}")
+    if not isinstance(activation, str):
+        raise ValueError(f"activation must be a string, got {activation!r}")
+    K_, M_ = (_positive_int("K", K), _positive_int("M", M))
+    init_modes = None
+    if isinstance(init, dict):
+        init_modes, init = init, "modes"
+    elif init not in ("random", "informed"):
+        raise ValueError(f"init must be 'random', 'informed' or a dict of mode overlaps "
+                         f"R, Q, T, got {init!r}")
+    family = fam.family(K_, M_, activation=activation, **{**FAMILY_DEFAULTS, **model})
+    if family.is_default(K_, M_):
+        # today's model, whatever spelling ("x", or activation overridden in both slots):
+        # its kernels, eps_g and holdout read the canonical name
+        activation = family.student.name
     if generator not in GENERATORS:
         raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
     K = _positive_int("K", K)
@@ -363,13 +421,38 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
 
     return _Setup(activation, K, M, N, eta, sigma_J, seed, steps, lam, N // L, n_tr,
                   untrainable, bool(rotate), eps_holdout, weights("J0", J0, K),
-                  weights("B0", B0, M), generator)
+                  weights("B0", B0, M), generator, family, init,
+                  _given_modes(init_modes, L, K, M, J0, B0, n_tr, N, untrainable))
 
 
-def _streams(seed):
-    """Independent generators: teacher, student, rotation, training inputs, held-out inputs."""
-    return [np.random.Generator(np.random.PCG64(s))
-            for s in np.random.SeedSequence(seed).spawn(5)]
+def _given_modes(modes, L, K, M, J0, B0, n_tr, N, untrainable):
+    """Checked float64 mode overlaps of init = {"R", "Q", "T"}, or None."""
+    if modes is None:
+        return None
+    if J0 is not None or B0 is not None:
+        raise ValueError("give either J0 / B0 or init overlaps, not both")
+    if n_tr < N and untrainable == "zero":
+        raise ValueError("init from overlaps with n_trainable < N needs untrainable = "
+                         "'frozen' (zeroing would change the given overlaps)")
+    out = {}
+    for k, shape in (("R", (L, K, M)), ("Q", (L, K, K)), ("T", (L, M, M))):
+        if k not in modes:
+            raise ValueError(f"init overlaps need R, Q and T (missing {k})")
+        a = np.array(modes[k], dtype=np.float64)
+        if a.shape != shape or not np.all(np.isfinite(a)):
+            raise ValueError(f"init overlaps {k} must be finite of shape {shape}, got "
+                             f"{a.shape}")
+        out[k] = a
+    return out
+
+
+_streams = initial.streams     # teacher, student, rotation, training inputs, held-out inputs
+
+
+def _noise_stream(seed):
+    """The label noise's generator: child 5 of SeedSequence(seed) (children 0-4 are unchanged,
+    so adding noise moves neither weights nor inputs)."""
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed).spawn(6)[5]))
 
 
 def _input_source(st: _Setup):
@@ -386,30 +469,16 @@ def _input_source(st: _Setup):
             np.empty(2 * st.N, dtype=np.uint64))
 
 
-def _haar_orthogonal(rng, N):
-    """Haar-distributed orthogonal matrix: QR of a Gaussian matrix, signs fixed by diag(R) > 0."""
-    Q, R = np.linalg.qr(rng.standard_normal((N, N)))
-    return Q * np.sign(np.diag(R))
+_haar_orthogonal = initial.haar_orthogonal
 
 
 def _initial_weights(st: _Setup):
-    """(J, B, W) in the original basis (W = None unless rotated) and the eigenbasis (J~, B~).
-
-    With untrainable="zero" the untrainable components of J~ are set to zero and J = J~ W^T.
-    """
-    g_teacher, g_student, g_rot, _, _ = _streams(st.seed)
-    B = st.B0 if st.B0 is not None else g_teacher.standard_normal((st.M, st.N))
-    J = st.J0 if st.J0 is not None else st.sigma_J * g_student.standard_normal((st.K, st.N))
-    if st.rotate:
-        W = _haar_orthogonal(g_rot, st.N)
-        Jt, Bt = J @ W, B @ W
-    else:
-        W = None
-        Jt, Bt = J.copy(), B.copy()
-    if st.n_tr < st.N and st.untrainable == "zero":
-        Jt[:, st.n_tr:] = 0.0
-        J = Jt @ W.T if W is not None else Jt.copy()
-    return J, B, W, np.ascontiguousarray(Jt), np.ascontiguousarray(Bt)
+    """(J, B, W) in the original basis (W = None unless rotated) and the eigenbasis (J~, B~)
+    (solvers.core.initial.draw_weights)."""
+    return initial.draw_weights(st.seed, st.K, st.M, st.N, st.sigma_J, rotate=st.rotate,
+                                n_trainable=st.n_tr, untrainable=st.untrainable, J0=st.J0,
+                                B0=st.B0, informed=st.init == "informed",
+                                modes=st.init_modes)
 
 
 def _init_modes(st: _Setup, Jt, Bt):
@@ -419,7 +488,7 @@ def _init_modes(st: _Setup, Jt, Bt):
 
 
 def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenvalues=None,
-                          rotate=False, n_trainable=None, untrainable="zero"):
+                          rotate=False, n_trainable=None, untrainable="zero", init="random"):
     """The mode overlaps {"R", "Q", "T"} (L, ., .) that ``simulate`` with these arguments starts from.
 
     ``scaling-odes solve`` with ``init = "random"`` starts the ODEs here, so theory and simulation
@@ -427,7 +496,7 @@ def initial_mode_overlaps(*, K, M, N, sigma_J, seed, L=None, beta=None, eigenval
     """
     st = _validate(activation="linear", K=K, M=M, N=N, eta=1.0, sigma_J=sigma_J, seed=seed,
                    alphas=[0.0], L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
-                   n_trainable=n_trainable, untrainable=untrainable)
+                   n_trainable=n_trainable, untrainable=untrainable, init=init)
     *_, Jt, Bt = _initial_weights(st)
     return _init_modes(st, Jt, Bt)
 
@@ -438,17 +507,22 @@ def erf(u):
     return _erf(u)
 
 
-def _holdout_eps(st: _Setup, rng, Jt, Bt, scale):
-    """Monte-Carlo 1/2 <(zeta - sigma)^2> over st.eps_holdout fresh samples (eigenbasis weights)."""
+def _holdout_eps(st: _Setup, rng, Jt, Bt, scale, v=None):
+    """Monte-Carlo 1/2 <(zeta - sigma)^2> over st.eps_holdout fresh samples (eigenbasis
+    weights), without label noise; v: the current student readout (family models)."""
     act = (lambda u: erf(u * _INV_SQRT2)) if st.activation == "erf" else (lambda u: u)
     batch = max(1, _HOLDOUT_BATCH_WORDS // st.N)
     total, left = 0.0, st.eps_holdout
+    f = st.fam
     while left:
         n = min(batch, left)
         Z = rng.standard_normal((n, st.N)) * scale
         x = Z @ Jt.T / math.sqrt(st.N)
         y = Z @ Bt.T / math.sqrt(st.N)
-        d = act(y).sum(1) / math.sqrt(st.M) - act(x).sum(1) * (math.sqrt(st.M) / st.K)
+        if st.default_model:
+            d = act(y).sum(1) / math.sqrt(st.M) - act(x).sum(1) * (math.sqrt(st.M) / st.K)
+        else:
+            d = f.teacher(y) @ f.u - f.student(x) @ (f.v if v is None else v)
         total += float(d @ d)
         left -= n
     return 0.5 * total / st.eps_holdout
@@ -459,16 +533,24 @@ def _blowup(step, N):
         f"weights became non-finite at alpha = {step / N:g} (step {step}); reduce eta")
 
 
-def _result(st: _Setup, R1, Q1, T1, init_modes, rate, holdout, J_final):
+def _result(st: _Setup, R1, Q1, T1, init_modes, rate, holdout, J_final, vs=None):
     R1, Q1 = np.array(R1), np.array(Q1)
-    return SimulationResult(
+    if st.default_model:
+        eps = eps_g_from_order_parameters(st.activation, st.K, st.M, R1, Q1, T1)
+    else:
+        f = st.fam
+        eps = fam.eps_g(f.student, f.teacher, f.v if vs is None else np.array(vs), f.u,
+                        R1, Q1, T1)
+    res = SimulationResult(
         alpha=st.steps / st.N,
-        eps_g=np.asarray(eps_g_from_order_parameters(st.activation, st.K, st.M, R1, Q1, T1),
-                         dtype=np.float64).reshape(len(st.steps)),
+        eps_g=np.asarray(eps, dtype=np.float64).reshape(len(st.steps)),
         R1=R1, Q1=Q1, T1=T1, init_modes=init_modes, eigenvalues=st.lam.copy(),
         seed=st.seed, N=st.N, steps_per_second=rate,
         eps_g_holdout=None if holdout is None else np.array(holdout),
         J_final=J_final, config=st.config())
+    if vs is not None:
+        res.v = np.array(vs)
+    return res
 
 
 def _thread_time():
@@ -591,7 +673,7 @@ def _stepper(st: _Setup, act, columns, g_data, state, bits, Jw, Bw, scale, z, x,
 def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
              eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0, progress=False,
              J0=None, B0=None, untrainable="zero", generator=DEFAULT_GENERATOR,
-             threads=None) -> SimulationResult:
+             threads=None, **model) -> SimulationResult:
     """Online SGD of the soft committee machine at finite N, in compiled kernels (C for the
     xoshiro generators with K < 32 when a C compiler is available, numba otherwise).
 
@@ -619,6 +701,20 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     None (default) takes 2 when a second CPU is free for this call (not in a worker thread or
     process, and the 1-minute load average at most CPUs - 0.5) and N >= 512 (float32) or 1024
     (xoshiro), and goes back to 1 if that measures faster (``_ThreadChoice``).
+
+    Model options (the committee-machine family, solvers/sim/family.py; defaults = today's
+    model): ``activation`` is now any of "erf", "linear", "relu" or a polynomial string in x for
+    both networks; ``student_activation`` / ``teacher_activation`` override it per network;
+    ``normalisation`` "paper" | "1/K" | "1/sqrt(K)" | "none" or explicit ``student_readout``
+    (K numbers) / ``teacher_readout`` (M numbers); ``readout`` "fixed" | "trained" with
+    ``eta_readout``; ``noise`` (label-noise variance, clean eps_g reported), ``weight_decay``
+    (first layer, trainable coordinates), ``batch_size`` (samples per step; alpha = steps / N),
+    ``schedule`` (None, or {"kind": "constant"} | {"kind": "power", "alpha0", "p"} |
+    {"kind": "steps", "alphas", "etas"}; eta at each step's start).  Today's model runs on the
+    kernels above, bit for bit as before; every other variant runs the numba loop of
+    family_kernels.py (``result.kernel == "numba-family"``, one thread), which draws the same
+    input stream (label noise from a sixth stream of the seed).  ``init="informed"`` starts
+    the student's rows i < min(K, M) at the teacher's (solvers.core.initial; default "random").
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
@@ -627,7 +723,9 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     st = _validate(activation=activation, K=K, M=M, N=N, eta=eta, sigma_J=sigma_J, seed=seed,
                    alphas=alphas, L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
                    n_trainable=n_trainable, untrainable=untrainable, eps_holdout=eps_holdout,
-                   J0=J0, B0=B0, generator=generator)
+                   J0=J0, B0=B0, generator=generator, **model)
+    if not st.default_model:
+        return _simulate_family(st, progress)
     *_, Jt, Bt = _initial_weights(st)
     *_, g_hold = _streams(st.seed)
     g_data, state, bits = _input_source(st)
@@ -635,7 +733,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     init_modes = _init_modes(st, Jt, Bt)
     T1 = _level1(Bt, Bt, st.lam, st.block)
 
-    act = _ACT_CODE[activation]
+    act = _ACT_CODE[st.activation]
     columns = st.K >= _COLUMN_KERNEL_MIN_K
     if columns:
         Jw, Bw = np.ascontiguousarray(Jt.T), np.ascontiguousarray(Bt.T)
@@ -685,21 +783,92 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     return res
 
 
+def _simulate_family(st: _Setup, progress) -> SimulationResult:
+    """``simulate`` for a model other than today's: the numba loop of family_kernels.py."""
+    from solvers.sim import family_kernels as fk
+    f = st.fam
+    *_, Jt, Bt = _initial_weights(st)
+    *_, g_hold = _streams(st.seed)
+    g_noise = _noise_stream(st.seed)
+    g_data, state, bits = _input_source(st)
+    scale = st.scale
+    init_modes = _init_modes(st, Jt, Bt)
+    T1 = _level1(Bt, Bt, st.lam, st.block)
+    K, M, N, bsz = st.K, st.M, st.N, f.batch_size
+    J, B = np.ascontiguousarray(Jt), np.ascontiguousarray(Bt)
+    v = f.v.copy()
+    z, x, y = np.empty(N), np.empty(K), np.empty(M)
+    G = np.zeros((K, N) if bsz > 1 else (K, 1))
+    dv = np.zeros(K)
+    sqrt_noise = math.sqrt(f.noise)
+    no_noise = np.empty(0)
+    gen = _GEN_CODE[st.generator]
+    per_call = max(1, _CALL_WORK // (N * (K + M) * bsz))
+    if bsz == 1:        # the fused loop carries the current sample and its fields
+        fk.family_prime(gen, g_data, state, bits, J, B, scale, z, x, y)
+    R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
+    done, stepping_time, stepping_cpu = 0, 0.0, 0.0
+    with _progress_bar(progress, st.steps[-1]) as bar:
+        for target in st.steps:
+            while done < target:
+                n = int(min(per_call, target - done))
+                etas = f.schedule.etas_of_steps(st.eta, N, done, n)
+                noise = (sqrt_noise * g_noise.standard_normal(n * bsz) if f.noise > 0
+                         else no_noise)
+                t0, c0 = time.perf_counter(), _thread_time()
+                if bsz == 1:
+                    bad = fk.family_steps_fused(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y)
+                else:
+                    bad = fk.family_steps(
+                        gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
+                        f.u, f.eta_readout, f.trained, noise, bsz, f.student.code,
+                        f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
+                        z, x, y, G, dv)
+                stepping_time += time.perf_counter() - t0
+                stepping_cpu += _thread_time() - c0
+                if bad >= 0:
+                    raise _blowup(done + bad, N)
+                done += n
+                bar.update(n)
+            R1 = _level1(J, Bt, st.lam, st.block)
+            Q1 = _level1(J, J, st.lam, st.block)
+            if not (np.all(np.isfinite(R1)) and np.all(np.isfinite(Q1))
+                    and np.all(np.isfinite(v))):
+                raise _blowup(done, N)
+            R1s.append(R1)
+            Q1s.append(Q1)
+            vs.append(v.copy())
+            if holdout is not None:
+                holdout.append(_holdout_eps(st, g_hold, J, Bt, scale, v))
+    rate = done / stepping_time if stepping_time > 0 else float("nan")
+    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, np.array(J),
+                  vs if f.trained else None)
+    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    res.kernel, res.threads = "numba-family", 1
+    return res
+
+
 def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
                    eigenvalues=None, rotate=False, n_trainable=None, eps_holdout=0,
                    progress=False, J0=None, B0=None, untrainable="zero",
-                   generator=DEFAULT_GENERATOR) -> SimulationResult:
+                   generator=DEFAULT_GENERATOR, **model) -> SimulationResult:
     """Reference implementation of ``simulate``: one NumPy iteration per sample, literal formulas.
 
     Same arguments, same random streams, hence the same trajectory up to rounding.  It works in
     the original basis: with ``rotate`` it forms xi = W z~ (O(N^2) per step), projects the
     gradient with P = W_tr W_tr^T, and evaluates R1 = J Sigma B^T / N with Sigma = W Lambda W^T,
     which checks the eigenbasis shortcut of ``simulate``.  Used as the benchmark baseline.
+    Runs every model of the family (``simulate``'s model options), literally: B samples per
+    step, each with its label noise, the step's eta from the schedule, decay, readout update.
     """
     st = _validate(activation=activation, K=K, M=M, N=N, eta=eta, sigma_J=sigma_J, seed=seed,
                    alphas=alphas, L=L, beta=beta, eigenvalues=eigenvalues, rotate=rotate,
                    n_trainable=n_trainable, untrainable=untrainable, eps_holdout=eps_holdout,
-                   J0=J0, B0=B0, generator=generator)
+                   J0=J0, B0=B0, generator=generator, **model)
     J, B, W, Jt0, Bt0 = _initial_weights(st)
     *_, g_hold = _streams(st.seed)
     g_data, state, _ = _input_source(st)
@@ -725,7 +894,10 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     def level1(U, V):
         return (U * lam_a) @ V.T / st.N if Sigma is None else U @ Sigma @ V.T / st.N
 
-    if activation == "erf":
+    if not st.default_model:
+        return _naive_family(st, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1, Sigma,
+                             P if W is not None else None, mask if W is None else None)
+    if st.activation == "erf":
         g = lambda u: erf(u * _INV_SQRT2)  # noqa: E731
         gp = lambda u: _SQRT_2_OVER_PI * np.exp(-0.5 * u * u)  # noqa: E731
     else:
@@ -764,6 +936,67 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    return res
+
+
+def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1, Sigma, P,
+                  mask):
+    """naive_simulate's loop for a model other than today's: literal formulas, one sample at
+    a time (family conventions; see solvers/sim/family.py)."""
+    f = st.fam
+    g_noise = _noise_stream(st.seed)
+    init_modes = _init_modes(st, Jt0, Bt0)
+    scale = st.scale
+    sqN = math.sqrt(st.N)
+    sqrt_noise = math.sqrt(f.noise)
+    v = f.v.copy()
+    T1 = level1(B, B)
+    R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
+    done, stepping_time, stepping_cpu = 0, 0.0, 0.0
+    with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
+                                                                    invalid="ignore"):
+        for target in st.steps:
+            t0, c0 = time.perf_counter(), _thread_time()
+            while done < target:
+                eta_t = float(f.schedule.etas_of_steps(st.eta, st.N, done, 1)[0])
+                G = np.zeros_like(J)
+                dv = np.zeros(st.K)
+                for _ in range(f.batch_size):
+                    zt = draw()
+                    xi = zt if W is None else W @ zt
+                    x = J @ xi / sqN
+                    if not np.all(np.isfinite(x)):
+                        raise _blowup(done, st.N)
+                    y = B @ xi / sqN
+                    label = f.u @ f.teacher(y)
+                    if f.noise > 0:
+                        label += sqrt_noise * g_noise.standard_normal()
+                    delta = label - v @ f.student(x)
+                    grad = xi * mask if W is None else P @ xi
+                    G += np.outer(eta_t / f.batch_size * v * delta * f.student.prime(x),
+                                  grad / sqN)
+                    dv += delta * f.student(x)
+                if f.weight_decay:
+                    J -= (eta_t * f.weight_decay / st.N) * (J * mask if W is None else J @ P)
+                J += G
+                if f.trained:
+                    v += f.eta_readout / (st.N * f.batch_size) * dv
+                done += 1
+            stepping_time += time.perf_counter() - t0
+            stepping_cpu += _thread_time() - c0
+            bar.update(int(target) - bar.n)
+            R1s.append(level1(J, B))
+            Q1s.append(level1(J, J))
+            vs.append(v.copy())
+            if holdout is not None:
+                Jtil = J if W is None else J @ W
+                Btil = B if W is None else B @ W
+                holdout.append(_holdout_eps(st, g_hold, Jtil, Btil, scale, v))
+    rate = done / stepping_time if stepping_time > 0 else float("nan")
+    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W,
+                  vs if f.trained else None)
+    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    res.kernel = "numpy"
     return res
 
 

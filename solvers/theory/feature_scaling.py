@@ -575,6 +575,8 @@ def feature_scaling_result(spec, progress=None, options: dict | None = None) -> 
     if not m.is_plain or m.activation != "linear" or m.K != 1 or m.M != 1:
         raise ValueError("feature scaling needs [model] activation = \"linear\", K = 1, M = 1 "
                          "(teacher = student, paper readouts)")
+    from solvers.app.spec import refuse_training_options
+    refuse_training_options(spec, "feature scaling")
     from solvers.app.solve import spectrum_of
     spectrum = spectrum_of(spec)
     lam = np.array([float(v) for v in spectrum.eigenvalues])

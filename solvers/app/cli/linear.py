@@ -47,11 +47,16 @@ def checked_options(spec, command: str) -> dict:
         raise SpecError(f'{name}: [model] {m.system_key().description} but the linear '
                         f'subcommands need activation = "linear" (teacher = student, '
                         f'paper readouts)')
+    from solvers.app.spec import refuse_training_options
+    try:
+        refuse_training_options(spec, "the linear theory")
+    except ValueError as e:
+        raise SpecError(f"{name}: {e}") from None
     if (m.K, m.M) != (1, 1):
         raise SpecError(f"{name}: [model] K = {m.K}, M = {m.M}: the linear theory is for "
                         f"K = M = 1 (a linear committee is one effective vector)")
-    if t.init == "explicit":
-        raise SpecError(f'{name}: [training] init = "explicit" is not supported by the linear '
+    if t.init in ("explicit", "informed"):
+        raise SpecError(f'{name}: [training] init = "{t.init}" is not supported by the linear '
                         f'theory (it averages over teacher and student; use "expected")')
     options = sections.read(spec, "linear", sections.LINEAR_SCHEMA)
     try:

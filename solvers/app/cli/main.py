@@ -87,11 +87,13 @@ class _Parser(argparse.ArgumentParser):
 def _expected_errors() -> tuple:
     """The exceptions that are the user's problem (bad input, lost precision, a failed
     integration): one line and status 2.  Imported when an error is being reported, not at
-    start-up (rk78 brings mpmath, ~50 ms of every command's start)."""
+    start-up (rk78 brings mpmath, ~50 ms of every command's start).  FloatingPointError is
+    the simulator's "weights became non-finite" (a divergent run: the user's η)."""
     from solvers.app.spec import SpecError
     from solvers.hierarchy.precision import PrecisionLost   # SymPy-free: not odes
     from solvers.integrators.rk78 import IntegrationError
-    return (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError)
+    return (CliError, SpecError, PrecisionLost, IntegrationError, ValueError, OSError,
+            FloatingPointError)
 
 
 def main(argv=None) -> int:

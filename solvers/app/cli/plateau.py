@@ -61,6 +61,11 @@ def _check_model(spec):
         raise ValueError(f"{spec.path}: the plateau/asymptotic analysis is for activation = "
                          f"'erf' (teacher = student, paper readouts), got "
                          f"{m.system_key().description!r}")
+    from solvers.app.spec import refuse_training_options
+    try:
+        refuse_training_options(spec, "the plateau/asymptotic analysis")
+    except ValueError as e:
+        raise ValueError(f"{spec.path}: {e}") from None
     if m.K != m.M:
         raise ValueError(f"{spec.path}: the plateau/asymptotic analysis needs K = M, "
                          f"got K = {m.K}, M = {m.M}")

@@ -13,18 +13,21 @@ a spec (the same file ``solve`` reads) on the spec's ``[solve]`` alpha grid.  Op
                              # ziggurat, the default before) or "numpy" (PCG64, the reference)
 
 Keys outside ``[simulate]`` that only matter to the ODEs (``training.order``, ``[solve]`` basis,
-dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random":
+dps, digits) are ignored: SGD contains all orders in eta.  ``training.init`` must be "random"
+(or "informed": the student's rows i < min(K, M) start at the teacher's, solvers.core.initial;
+or explicit [init.modes], e.g. init = {from = "run.json"}: weights with exactly these overlaps):
 a simulation starts from drawn weights, and its realisation is what ``init`` in the output holds.
 
 Output (JSON), for the first seed:
-    alpha, eps_g, R1, Q1, [eps_g_holdout]
+    alpha, eps_g, R1, Q1, [eps_g_holdout], [v (n_alpha x K: readout = "trained")]
     init  {"modes": {"R": L x K x M, "Q": L x K x K, "T": L x M x M}}  the mode overlaps at
           alpha = 0, as *exact* decimal strings of the float64 values.  Pasted into
           ``[init.modes]`` with ``training.init = "explicit"`` they reproduce the state exactly
           at any precision (a TOML float would be read through its shortest repr, which is a
           different rational number).  ``solve`` with init = "random" and the same seed starts
           from the same realisation anyway (``solvers.core.problem.random_init``).
-    meta  {steps_per_second, seed, N, ...}
+    meta  {steps_per_second, seed, N, ..., kernel ("c", "numba", or "numba-family" for a
+          model other than today's), [model: the family's options when not today's]}
 With several seeds, ``ensemble`` adds eps_g_mean, eps_g_std and the per-seed runs.
 """
 from __future__ import annotations
@@ -78,6 +81,12 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         "generator": cfg["generator"], "version": __version__,
         "kernel": res.kernel, "threads": res.threads,
     }
+    if "init" in cfg:       # "informed" or "modes" (absent: a random start)
+        out["meta"]["init"] = cfg["init"]
+    if "model" in cfg:      # the committee-machine family's options (absent: today's model)
+        out["meta"]["model"] = cfg["model"]
+    if res.v is not None:   # readout = "trained": the student readout at each alpha
+        out["v"] = _finite_list(res.v, "v")
     if wall_s is not None:
         out["meta"]["wall_s"] = wall_s
     return out
