@@ -21,7 +21,10 @@ from __future__ import annotations
 # 0.85 .. 1.18 of the model (erf K = M = 3: 2.0 s, 4: 5.3 s, 6: 21.6 s).  Linear: every
 # coefficient is a polynomial, ~50x cheaper (linear K = M = 6: 0.4 s).
 EXPONENT = 1.89
-COEFFICIENT = {"erf": 0.0113, "linear": 0.0002}
+# ReLU and polynomial students (the student's activation sets the cost): erf's coefficient times
+# their measured ratio to erf at K = M = 3 (CPU s from a cold process: erf 2.1, ReLU 5.3 (the
+# orthant terms and their gradients), x**3 - 3x 5.0; a ReLU/erf pair 2.2)
+COEFFICIENT = {"erf": 0.0113, "linear": 0.0002, "relu": 0.0113 * 2.5, "poly": 0.0113 * 2.4}
 OVERHEAD = 0.05
 
 # the share of the Taylor jets in that time (erf K = M = 3 .. 6: 0.15 .. 0.19)
@@ -36,7 +39,8 @@ def n_state(K: int, M: int) -> int:
 def estimate_seconds(activation: str, K: int, M: int) -> float:
     """Estimated seconds to derive and print the modules of (activation, K, M) (the solver
     module and its Taylor jets) on one free core."""
-    coefficient = COEFFICIENT.get(activation, COEFFICIENT["erf"])
+    kind = activation if activation in ("erf", "linear", "relu") else "poly"
+    coefficient = COEFFICIENT[kind]
     return OVERHEAD + coefficient * n_state(K, M) ** EXPONENT
 
 
