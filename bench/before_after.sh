@@ -5,10 +5,10 @@
 #   git worktree add /tmp/before 6395927; cp -r solvers derive bench /tmp/after
 #   bench/before_after.sh /tmp/before /tmp/after > ab.log
 # Prints: side rep case wall_s cpu_s load1 eps_g(alpha_max) work
-BEFORE=$1; AFTER=$2; PY=${PY:-$(dirname "$0")/../.venv/bin/python}
+BEFORE=$1; AFTER=$2; PY=${PY:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python}
 ONE=$(cd "$(dirname "$0")" && pwd)/before_after_one.py
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-for case in levels modes; do
+for case in ${CASES:-levels modes}; do
   for rep in 1 2; do
     for side in before after; do
       dir=$BEFORE; [ "$side" = after ] && dir=$AFTER

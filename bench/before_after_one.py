@@ -5,6 +5,8 @@ levels: the L = 64 level-basis headline (erf K = M = 2, order 1, β = 1, η = 1/
         σ_J = 1/100, seed 0, α ∈ [0, 3500] on bench_levels' grid, flint RK7(8), rtol 1e-11,
         dps = estimated_dps(64, 8, "levels")), as in bench/bench_levels.py.
 modes:  the Figure 6 modes run of bench/bench_modes_fast.py section (b), β = 1, rtol 1e-8.
+default: ``solve`` of bench/specs/solve_L64_default.toml at its defaults (dps "auto", the
+        verifying pair run serially), through solvers.app.solve.solve_spec.
 Prints: case wall cpu load1 eps_last
 """
 import os, sys, time
@@ -39,6 +41,18 @@ if case == "levels":
     tr = integrate_problem(prob, grid, basis="levels", arithmetic="flint", dps=dps, rtol=1e-11)
     w, c = time.perf_counter() - w, time.process_time() - c
     print(f"levels {w:.2f} {c:.2f} {load:.2f} {float(tr.eps_g[-1]):.12e} fevals={tr.stats.get('n_fevals')}")
+elif case == "default":
+    os.environ["SCALING_ODES_SERIAL"] = "1"
+    from solvers.app.spec import load_spec
+    from solvers.app.solve import solve_spec
+    spec = load_spec(os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs",
+                                  "solve_L64_default.toml"))
+    load = os.getloadavg()[0]
+    w, c = time.perf_counter(), time.process_time()
+    out = solve_spec(spec)
+    w, c = time.perf_counter() - w, time.process_time() - c
+    print(f"default {w:.2f} {c:.2f} {load:.2f} {float(out['eps_g'][-1]):.12e} "
+          f"route={out['meta'].get('route')}")
 else:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:

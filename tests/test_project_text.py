@@ -23,7 +23,7 @@ FORBIDDEN = [
     ("the developers' shared folder", re.compile(re.escape("../" + "shared") + r"|/work/" + "shared")),
     ("the paper notes", re.compile("shared/" + "papers|papers/[\\w.-]*-" + "notes\\.md")),
     ("the design notes", re.compile("DESIGN" + r"\.md")),
-    ("an issue number", re.compile(r"\bissues?\s*#?\s*\d+", re.I)),
+    ("an issue number", re.compile(r"\bissues?[\s-]*#?\s*\d+", re.I)),
     ("an issue number", re.compile(r"(?<![\w&/=#'\"])#\d+\b")),
 ]
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".ipynb", ".txt", ".cfg", ".ini", ".yml", ".yaml",
