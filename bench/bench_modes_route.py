@@ -1,28 +1,36 @@
-"""The automatic policy's modes route against the plain call of the stiff solver, in one run.
+"""The command line's modes route against the plain call of the stiff solver, in one run.
 
 Spec: erf K = M = 3, L = 32, β = 0.5, η = 0.5, N = 1024, seed 0, α ≤ 5000 (200 log-spaced
-points), basis = "modes", dps = "auto", digits = 9.  Measured, all in this process:
+points), basis = "modes", dps = "auto", digits = 9.  Interleaved, ``--reps`` times (the order
+alternates between repetitions, so a drift of the machine's load hits both alike):
 
-1. ``solve_modes_fast(problem, grid)`` at its default rtol 1e-8 — what a user would write;
-2. the same at the tolerance of the run the policy returns (equal accuracy);
-3. ``solve_spec(spec)`` — the policy (``meta.route``: the RODAS4 pair, the first run in a
-   forked child when two CPUs are free);
-4. the RK7(8) pair the policy ran before (``--no-rk78`` skips it: minutes on a busy machine);
-5. the reference: RK7(8) in float64 at rtol 1e-14 (an independent integrator), against which
-   the digits of every ε_g are counted.
+1. ``solve_modes_fast(problem, grid, rtol=r)`` in this process, r the tolerance of the run the
+   policy returns (equal tolerance) — the plain call a user would write;
+2. ``scaling-odes solve spec.toml`` in a child process: the user's path, start-up included
+   (``meta.route``: the RODAS4 pair, ε_g evaluated exactly from the float64 states, the first
+   run in a forked grandchild when two CPUs are free).
 
-Wall and CPU seconds (this process and its children) are printed; on a shared machine the CPU
-time is the steadier measure, the wall time is what the user waits.
+Once: the plain call at its default rtol 1e-8.  Wall and CPU seconds (CPU: this process and its
+reaped children) and the load average are printed per repetition; on a shared machine only the
+ratios measured in the same run mean something.
 
-    python bench/bench_modes_route.py [--no-rk78] [--quick] [--digits=9]
+Digits of ε_g are counted against a reference: ``--reference=FILE`` (written by
+``--make-reference=FILE``: the modes basis in python-flint arb, Taylor integrator, 30 digits,
+rtol 1e-14 — an independent arithmetic and integrator; ~30 min on a loaded machine), else the
+RK7(8) in float64 at rtol 1e-14 (its float64 ε_g evaluation caps it near 9 digits here).
+
+    python bench/bench_modes_route.py [--reps=3] [--digits=9] [--quick] [--reference=FILE]
+    python bench/bench_modes_route.py --make-reference=FILE [--quick]
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
-
-import numpy as np
+from pathlib import Path
 
 SPEC = """
 [model]
@@ -58,66 +66,140 @@ def digits(a, b) -> float:
     return agreement_digits(a, b)
 
 
-def main(argv) -> int:
-    import tempfile
-    from pathlib import Path
-    from solvers.app.solve import problem_of, solve_spec
+def option(argv, name, default=None):
+    for a in argv:
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+    return default
+
+
+def spec_text(quick: bool, wanted: int) -> str:
+    K, L, amax = (2, 16, 2000) if quick else (3, 32, 5000)
+    return SPEC.format(K=K, L=L, amax=amax).replace("digits = 9", f"digits = {wanted}")
+
+
+def make_reference(path: Path, text: str) -> None:
+    from solvers.app.solve import problem_of
     from solvers.app.spec import load_spec
-    from solvers.hierarchy import precision, verify
-    from solvers.hierarchy.modes_fast import solve_modes_fast
     from solvers.hierarchy.odes import integrate_problem
+    spec = load_spec(_write(Path(tempfile.mkdtemp()), text))
+    started = time.perf_counter()
+    ref = integrate_problem(problem_of(spec), spec.solve.alpha_grid(), basis="modes",
+                            arithmetic="flint", dps=30, rtol=1e-14, integrator="taylor")
+    path.write_text(json.dumps({"spec": text, "dps": 30, "rtol": 1e-14, "integrator": "taylor",
+                                "wall_s": time.perf_counter() - started,
+                                "eps_g": [str(e.mid()) if hasattr(e, "mid") else str(e)
+                                          for e in ref.eps_g]}))
+
+
+def _write(d: Path, text: str) -> Path:
+    p = d / "spec.toml"
+    p.write_text(text)
+    return p
+
+
+def reference(argv, text, problem, grid):
+    """(ε_g of the reference, its description): ``--reference=FILE`` (waited for up to an hour
+    when it is still being made), else the RK7(8) in float64 at rtol 1e-14."""
+    import mpmath
+    from solvers.hierarchy.odes import integrate_problem
+    name = option(argv, "reference")
+    if name:
+        path = Path(name)
+        for _ in range(360):
+            if path.exists():
+                break
+            time.sleep(10)
+        data = json.loads(path.read_text())
+        if data["spec"] != text:
+            raise SystemExit("the reference file was made for another spec")
+        return ([mpmath.mpf(e) for e in data["eps_g"]],
+                f"flint arb, Taylor, {data['dps']} digits, rtol {data['rtol']:g} "
+                f"({data['wall_s']:.0f} s)")
+    ref = integrate_problem(problem, grid, basis="modes", arithmetic="float64", rtol=1e-14)
+    return ref.eps_g, "RK7(8) float64, rtol 1e-14"
+
+
+def main(argv) -> int:
+    import mpmath
+    from solvers.app.solve import problem_of
+    from solvers.app.spec import load_spec
+    from solvers.hierarchy import precision
+    from solvers.hierarchy.modes_fast import solve_modes_fast
 
     quick = "--quick" in argv
-    K, L, amax = (2, 16, 2000) if quick else (3, 32, 5000)
-    wanted = 9
-    for a in argv:
-        if a.startswith("--digits="):
-            wanted = int(a.split("=", 1)[1])
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "spec.toml"
-        path.write_text(SPEC.format(K=K, L=L, amax=amax).replace("digits = 9",
-                                                                   f"digits = {wanted}"))
-        spec = load_spec(path)
+    wanted = int(option(argv, "digits", 9))
+    text = spec_text(quick, wanted)
+    if option(argv, "make-reference"):
+        make_reference(Path(option(argv, "make-reference")), text)
+        return 0
+    reps = int(option(argv, "reps", 3))
+    work = Path(tempfile.mkdtemp())
+    path = _write(work, text)
+    spec = load_spec(path)
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
-    plan = precision.plan("modes", "auto", wanted, L)
-    final_rtol = plan.faster.rtol / 100
-    print(f"# erf K = M = {K}, L = {L}, beta = 0.5, eta = 0.5, alpha <= {amax}, digits {wanted}; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    plan = precision.plan("modes", "auto", wanted, problem.L)
+    final_rtol = plan.faster.rtol / plan.faster.check_factor
+    exe = Path(sys.executable).parent / "scaling-odes"
+    env = dict(os.environ, SCALING_ODES_PROGRESS="off")
+    print(f"# {' '.join(text.split())}")
+    print(f"# {os.cpu_count()} CPUs; the returned run's rtol {final_rtol:.0e}")
     solve_modes_fast(problem, grid[:3], rtol=1e-6)          # warm-up (imports, BLAS)
 
-    ref, w_ref, c_ref = timed(lambda: integrate_problem(problem, grid, basis="modes",
-                                                        arithmetic="float64", rtol=1e-14))
-    rows = []
-    plain, w1, c1 = timed(lambda: solve_modes_fast(problem, grid))
-    rows.append(("solve_modes_fast, default rtol 1e-8", w1, c1, digits(plain.eps_g, ref.eps_g)))
-    same, w2, c2 = timed(lambda: solve_modes_fast(problem, grid, rtol=final_rtol))
-    rows.append((f"solve_modes_fast, rtol {final_rtol:.0e} (the policy's returned run)", w2, c2,
-                 digits(same.eps_g, ref.eps_g)))
-    res, w3, c3 = timed(lambda: solve_spec(spec))
-    meta = res["meta"]
-    rows.append((f"policy: solve_spec, route {meta['route']} (tried first: "
-                 f"{', '.join(meta['routes_tried']) or 'none'}; concurrent: "
-                 f"{meta['concurrent_runs']}, agreement {meta['agreement_digits']:.2f})", w3, c3,
-                 digits(res["eps_g"], ref.eps_g)))
-    if "--no-rk78" not in argv:
-        slow = precision.Plan("float64", "rk78", None, precision.FLOAT64_RTOL, "tighter",
-                              plan.fallback)
-        old, w4, c4 = timed(lambda: verify._execute(slow, problem, grid, basis="modes",
-                                                    digits=wanted, progress=None))
-        rows.append(("the RK7(8) pair (the route before)", w4, c4, digits(old.eps_g, ref.eps_g)))
-    rows.append(("reference: RK7(8) float64, rtol 1e-14", w_ref, c_ref, float("inf")))
+    ref, ref_name = reference(argv, text, problem, grid)
+    rows = []            # (repetition, run, load, wall, cpu, eps_g)
 
-    print("| run | wall s | CPU s | digits of eps_g vs the reference |")
-    print("|---|---:|---:|---:|")
-    for name, w, c, dg in rows:
-        print(f"| {name} | {w:.2f} | {c:.2f} | {dg:.2f} |")
-    print(f"\nratio policy / solve_modes_fast at the returned rtol: wall {w3 / w2:.2f}, "
-          f"CPU {c3 / c2:.2f}")
-    print(f"ratio policy / solve_modes_fast at default rtol: wall {w3 / w1:.2f}, CPU {c3 / c1:.2f}")
-    if "--no-rk78" not in argv:
-        print(f"ratio RK7(8) pair / policy: wall {w4 / w3:.2f}, CPU {c4 / c3:.2f}")
-    print(f"eps_g(alpha_max) = {float(res['eps_g'][-1]):.6e}")
+    plain_default, w0, c0 = timed(lambda: solve_modes_fast(problem, grid))
+    rows.append(("—", "solve_modes_fast, default rtol 1e-8", os.getloadavg()[0], w0, c0,
+                 plain_default.eps_g))
+    ratios = []
+    for rep in range(reps):
+        got = {}
+
+        def plain():
+            load = os.getloadavg()[0]
+            tr, w, c = timed(lambda: solve_modes_fast(problem, grid, rtol=final_rtol))
+            got["plain"] = (w, c)
+            rows.append((rep + 1, f"solve_modes_fast, rtol {final_rtol:.0e}", load, w, c,
+                         tr.eps_g))
+            print(f"plain {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}, digits "
+                  f"{digits(tr.eps_g, ref):.2f}", flush=True)
+
+        def cli():
+            load = os.getloadavg()[0]
+            out = work / f"out{rep}.json"
+            proc, w, c = timed(lambda: subprocess.run([str(exe), "solve", str(path), "-o",
+                                                       str(out)], env=env,
+                                                      capture_output=True, text=True))
+            if proc.returncode != 0:
+                raise SystemExit(f"scaling-odes solve failed: {proc.stderr.strip()}")
+            res = json.loads(out.read_text())
+            meta = res["meta"]
+            got["cli"] = (w, c)
+            rows.append((rep + 1, f"`scaling-odes solve`: route {meta['route']} (tried before: "
+                                  f"{', '.join(meta['routes_tried']) or 'none'}; pair agreement "
+                                  f"{meta['agreement_digits']:.2f}; concurrent "
+                                  f"{meta['concurrent_runs']})", load, w, c,
+                         [mpmath.mpf(e) for e in res["eps_g"]]))
+            print(f"CLI {rep + 1}: wall {w:.1f} s, CPU {c:.1f} s, load {load:.1f}, route "
+                  f"{meta['route']}, agreement {meta['agreement_digits']}, digits "
+                  f"{digits(rows[-1][-1], ref):.2f}", flush=True)
+
+        for step in ((plain, cli) if rep % 2 == 0 else (cli, plain)):
+            step()
+        ratios.append((got["cli"][0] / got["plain"][0], got["cli"][1] / got["plain"][1]))
+    print(f"\n| repetition | run | load avg (1 min) | wall s | CPU s | digits of eps_g |")
+    print("|---|---|---:|---:|---:|---:|")
+    for rep, name, load, w, c, eps in rows:
+        print(f"| {rep} | {name} | {load:.1f} | {w:.1f} | {c:.1f} | {digits(eps, ref):.2f} |")
+    print(f"\ndigits: minimum over alpha of the agreement with the reference, {ref_name}")
+    for i, (rw, rc) in enumerate(ratios):
+        print(f"repetition {i + 1}: CLI / solve_modes_fast at rtol {final_rtol:.0e}: "
+              f"wall {rw:.2f}, CPU {rc:.2f}")
+    ws = sorted(r[0] for r in ratios)
+    cs = sorted(r[1] for r in ratios)
+    print(f"median: wall {ws[len(ws) // 2]:.2f}, CPU {cs[len(cs) // 2]:.2f}")
     return 0
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `scaling-odes solve` at its defaults on the issue-13 specs (bench/specs/solve_*.toml), timed by
+# `scaling-odes solve` at its defaults on the default-solve specs (bench/specs/solve_*.toml), timed by
 # /usr/bin/time -v: the verifying pair concurrently (default, two CPUs) and serially
 # (SCALING_ODES_SERIAL=1), interleaved, the order alternating per repetition; every run under the
 # benchmark lock, with the load average before it.  One Markdown row per run on stdout.

@@ -6,7 +6,7 @@ offset k this runs that pair at rtol = 10^-(digits+k) on the Taylor integrator a
 agreement, together with the digits each run shares with a reference (the checking run of the
 largest k, i.e. the tightest tolerance measured), the order, the steps and the CPU time.
 
-Specs: ``bench/specs/`` (``solve_*.toml``: the issue-13 solve targets; ``rtol_*.toml``: the same
+Specs: ``bench/specs/`` (``solve_*.toml``: the default-solve targets; ``rtol_*.toml``: the same
 system at other L and α ranges, and the tests' small L = 4 spec), each on its own grid with
 dps = estimated_dps; ``--digits`` overrides the spec's digits.
 

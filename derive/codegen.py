@@ -6,7 +6,9 @@ One module per (activation, K, M).  It holds only what the derivation produces:
 * ``coefficients(v1, t1, eta, ctx)``: the level-1 coefficients ``a`` (nonzero entries) and
   ``f`` of the split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1), after common
   subexpression elimination;
-* ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians);
+* ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians),
+  accumulated forward along the coefficients' CSE program (:mod:`derive.forward`: no symbolic
+  derivative of the large expressions, no second CSE);
 * ``eps_g(v1, t1, ctx)``.
 
 The assembly of the level and modes systems from these (closure, combination, Jacobians) is
@@ -36,6 +38,8 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from .derivatives import diff as _diff, free_symbols as _free
+from .fastcse import cse
+from .forward import program_derivatives
 from .hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
 TARGETS = ("mpmath", "numpy", "taylor")   # "taylor": jet recurrences (derive/taylor.py)
@@ -119,11 +123,11 @@ class FloatPrinter(_PowMixin, NumPyPrinter):
         return f"({expr.p}/{expr.q})"
 
 
-def _printer(target: str):
+def _printer(target: str, order=None):
     if target == "mpmath":
-        return ContextPrinter({"fully_qualified_modules": False})
+        return ContextPrinter({"fully_qualified_modules": False, "order": order})
     if target == "numpy":
-        return FloatPrinter({"fully_qualified_modules": True})
+        return FloatPrinter({"fully_qualified_modules": True, "order": order})
     raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
 
 
@@ -138,7 +142,11 @@ def _check_symbols(exprs, allowed, what):
 
 def _block(exprs, printer, prefix="x", indent="    "):
     """CSE the expressions; return (assignment lines, printed outputs)."""
-    replacements, reduced = sp.cse(exprs, symbols=sp.numbered_symbols(prefix), order="none")
+    replacements, reduced = cse(exprs, prefix)      # = sp.cse(..., order="none"), faster
+    return _print_program(replacements, reduced, printer, indent)
+
+
+def _print_program(replacements, reduced, printer, indent="    "):
     lines = [f"{indent}{sym} = {printer.doprint(val)}" for sym, val in replacements]
     return lines, [printer.doprint(e) for e in reduced]
 
@@ -157,10 +165,6 @@ class _Derivation:
     f_idx: list
     a_exprs: list
     f_exprs: list
-    da_idx: list
-    da_exprs: list
-    df_idx: list
-    df_exprs: list
     fn_idx: list
     fn_exprs: list
     dfn_idx: list
@@ -169,15 +173,16 @@ class _Derivation:
 
 def _derivatives(exprs, variables):
     """Nonzero (k, u) -> d exprs[k] / d variables[u], skipping variables an expression lacks
-    (identical expressions, as the coefficients of different rows often are, once)."""
-    idx, out, free, done = [], [], {}, {}
+    (identical expressions, as the coefficients of different rows often are, once).
+
+    The symbolic route, kept as the reference of the printed derivatives (which are the
+    forward accumulation of :mod:`derive.forward` over the coefficients' CSE program)."""
+    idx, out, free, memo = [], [], {}, {}
     for k, expr in enumerate(exprs):
         present = _free(expr, free)
         for u, var in enumerate(variables):
             if var in present:
-                d = done.get((expr, var))
-                if d is None:
-                    d = done[expr, var] = _diff(expr, var, free)
+                d = _diff(expr, var, free, memo)     # remembered by (expr, var) in memo
                 if d != 0:
                     idx.append((k, u))
                     out.append(d)
@@ -196,14 +201,11 @@ def _derive(key: SystemKey) -> _Derivation:
     f_exprs = [h.f[s] for s in f_idx]
     _check_symbols(a_exprs + f_exprs, args, f"{key.tag} coefficients")
     _check_symbols([h.eps_g], list(v1) + list(t1), f"{key.tag} eps_g")
-    da_idx, da_exprs = _derivatives(a_exprs, v1)
-    df_idx, df_exprs = _derivatives(f_exprs, v1)
     fn_idx = [s for s in range(n) if h.fn[s] != 0]
     fn_exprs = [h.fn[s] for s in fn_idx]
     _check_symbols(fn_exprs, list(v1) + list(t1), f"{key.tag} noise coefficients")
     dfn_idx, dfn_exprs = _derivatives(fn_exprs, v1)
-    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, da_idx, da_exprs, df_idx, df_exprs,
-                       fn_idx, fn_exprs, dfn_idx, dfn_exprs)
+    return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, fn_idx, fn_exprs, dfn_idx, dfn_exprs)
 
 
 def render(key: SystemKey, target: str | None = None) -> str:
@@ -212,15 +214,22 @@ def render(key: SystemKey, target: str | None = None) -> str:
     d = _derive(key)
     h, a_idx, f_idx = d.h, d.a_idx, d.f_idx
     a_exprs, f_exprs = d.a_exprs, d.f_exprs
-    da_idx, da_exprs, df_idx, df_exprs = d.da_idx, d.da_exprs, d.df_idx, d.df_exprs
     printer = _printer("mpmath")
     v1, t1 = h.v1.state, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
 
     unpack = (f"    {', '.join(map(str, v1))}, = v1\n"
               f"    {', '.join(map(str, t1))}, = t1\n")
-    coef_lines, coef_out = _block(a_exprs + f_exprs, printer)
-    deriv_lines, deriv_out = _block(da_exprs + df_exprs, printer)
+    replacements, reduced = cse(a_exprs + f_exprs, "x")
+    coef_lines, coef_out = _print_program(replacements, reduced, printer)
+    # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py);
+    # new text, printed in SymPy's argument order (sorting terms was most of the printing)
+    values, d_lines, d_index, deriv_out = program_derivatives(
+        replacements, reduced, v1, _printer("mpmath", order="none"), "d", "z")
+    deriv_lines = [f"    {line}" for line in values + d_lines]
+    na = len(a_exprs)
+    da_idx = [(k, u) for k, u in d_index if k < na]
+    df_idx = [(k - na, u) for k, u in d_index if k >= na]
     eps_lines, eps_out = _block([h.eps_g], printer)
     noise_lines, noise_out = _block(d.fn_exprs + d.dfn_exprs, printer)
 

@@ -1,17 +1,18 @@
 """Derivatives of the derived expressions: the same expressions ``sympy.diff`` gives, faster.
 
-The coefficient derivatives of the printed modules (d a / d v1, d f / d v1) and the split of the
-hierarchy into next-level coefficients are many first derivatives of large sums of Gaussian
-integrals.  :func:`diff` follows SymPy's own rules node by node without its per-node checks
-(measured: erf K = M = 3, the derivatives 6.5 s -> 1.2 s of CPU; BENCHMARKS.md, "On-demand
-generation"), and the printed modules stay byte-identical (``scaling-odes regenerate --check``).
+The split of the hierarchy into next-level coefficients is many first derivatives of large sums
+of Gaussian integrals, and the printed coefficient derivatives are the partials of every line
+of the coefficients' CSE program (derive/forward.py).  :func:`diff` follows SymPy's own rules
+node by node without its per-node checks, remembering what it built by (sub-expression,
+variable) (measured: BENCHMARKS.md, "On-demand generation" and "Generation speed"); the
+expressions are SymPy's (tests/test_system_matrix.py compares them with ``sympy.diff``).
 """
 from __future__ import annotations
 
 import sympy as sp
 
 
-def diff(expr, var, free=None):
+def diff(expr, var, free=None, memo=None):
     """``sp.diff(expr, var)``, the same expression, built faster for sums and products.
 
     SymPy differentiates a sum term by term and a product factor by factor (Leibniz), but on the
@@ -21,7 +22,9 @@ def diff(expr, var, free=None):
     contain ``var`` are differentiated (by SymPy), and the pieces are put together with the
     same constructors, so the result is structurally identical (tests/test_system_matrix.py
     compares it with ``sp.diff``).  ``free``: memo of free symbols per sub-expression (one
-    dict for the calls on one set of expressions).
+    dict for the calls on one set of expressions); ``memo``: derivatives already built, by
+    (sub-expression, variable) (one dict for a set of expressions that share sub-expressions:
+    the Gaussian integrals of a pair of fields recur in many coefficients).
 
     >>> import sympy as sp
     >>> x, y = sp.symbols("x y")
@@ -32,19 +35,28 @@ def diff(expr, var, free=None):
     free = {} if free is None else free
     if var not in free_symbols(expr, free):
         return sp.S.Zero
+    if memo is None:
+        memo = {}
+    out = memo.get((expr, var))
+    if out is None:
+        out = memo[expr, var] = _diff(expr, var, free, memo)
+    return out
+
+
+def _diff(expr, var, free, memo):
     if expr.is_Add or expr.is_Mul:
         args = expr.args
         if expr.is_Add:                        # Add._eval_derivative
-            return sp.Add(*[diff(a, var, free) for a in args])
+            return sp.Add(*[diff(a, var, free, memo) for a in args])
         terms = []                             # Mul._eval_derivative_n_times, first order
         for i, a in enumerate(args):
             if var in free_symbols(a, free):
-                terms.append(sp.Mul(*args[:i], diff(a, var, free), *args[i + 1:]))
+                terms.append(sp.Mul(*args[:i], diff(a, var, free, memo), *args[i + 1:]))
         return sp.Add(*terms)
     if expr.is_Pow and expr.exp.is_Rational:   # Pow._eval_derivative with a constant exponent
-        return expr * (diff(expr.base, var, free) * expr.exp / expr.base)
+        return expr * (diff(expr.base, var, free, memo) * expr.exp / expr.base)
     if isinstance(expr, sp.asin):              # Function._eval_derivative
-        return sp.Add(expr.fdiff(1) * diff(expr.args[0], var, free))
+        return sp.Add(expr.fdiff(1) * diff(expr.args[0], var, free, memo))
     return sp.diff(expr, var)
 
 

@@ -264,14 +264,14 @@ class Hierarchy:
         nxt_syms = self.nxt.state + self.nxt.teacher
         zero = {y: 0 for y in nxt_syms}
         a = sp.zeros(self.n_state, len(nxt_syms))
-        free = {}
+        free, memo, nxt_set = {}, {}, set(nxt_syms)
         for s, (lin, _) in enumerate(self._parts):
             for t, y in enumerate(nxt_syms):
-                coeff = diff(lin, y, free)       # = sp.diff(lin, y), faster
-                if coeff.free_symbols & set(nxt_syms):
+                coeff = diff(lin, y, free, memo)     # = sp.diff(lin, y), faster
+                if coeff.free_symbols & nxt_set:
                     raise AssertionError(f"equation {s} is not linear in {y}")
                 a[s, t] = coeff
-            rest = lin.subs(zero)
+            rest = lin.xreplace(zero)          # (subs would try to rewrite each subtree)
             if rest != 0 and sp.simplify(rest) != 0:
                 raise AssertionError(f"equation {s} has a part independent of the next level")
         f = [quad for _, quad in self._parts]

@@ -55,7 +55,7 @@ WEIGHTED = [sub for sub in sorted(ALL) for _ in range(
 KEYS = {
     "bayes": ("activation", "hermite", "hermite_start", "drop_low_orders", "d", "gamma", "Delta",
               "beta", "readouts", "n_over_d", "alpha", "selection", "features", "completion",
-              "dps"),
+              "dps", "channel", "glm_units"),
     "kernel": ("a", "M", "eigenvalues", "target_b", "target", "ridge", "noise", "P", "methods",
                "rg_cut", "learnability"),
     "mc": ("trials", "seed"),
@@ -71,7 +71,8 @@ GOOD = {**VALID, "hermite": [[1], [0, 1], ["0.5", 0.2]], "hermite_start": [3, 4]
         "gamma": [0.5, 1, "2"], "Delta": [0.1, "0.01", 1], "beta": [0, 0.5, 0.7, 1, "2"],
         "readouts": [[1, 0.5], ["0.3", "0.2", 0.1]], "n_over_d": [[1], [0.5, 3, 30]],
         "alpha": [[0.1], [1, 10]], "selection": ["potential", "informed", "uninformed"],
-        "features": [[1], [1, 2]], "completion": [False], "a": [1.5, 2, "3"],
+        "features": [[1], [1, 2]], "completion": [False], "channel": ["gaussian", "glm"],
+        "glm_units": ["outside", "all"], "a": [1.5, 2, "3"],
         "target_b": [1, 2.5], "target": [[1, 0.5]], "ridge": [0, 0.01, "1e-3"],
         "noise": [0, 0.01], "P": [[4], [2, 16]], "methods": [["eig"], ["eig", "rg_gda"]],
         "rg_cut": [0.01, 0.1], "learnability": [True, False], "trials": [2, 3],

@@ -129,3 +129,36 @@ def test_transitions_report_the_readout_regime(tmp_path, capsys):
     assert feats[1]["in_gaussian_regime"] is False and feats[1]["correction_estimate"] > 0.1
     assert len(reg["warnings"]) == sum(not f["in_gaussian_regime"] for f in feats.values())
     assert err.count("warning: feature 1:") == 1
+
+
+def test_glm_channel_curve_and_refusals(tmp_path, capsys):
+    # channel = "glm" (experimental): k = 20 at d = 40, every feature can leave the Gaussian
+    # regime at Δ = 0.1, so all are GLM units; no readout_regime (the channel replaces it)
+    small = BASE.replace("d = 200", "d = 40").replace("gamma = 1.0", "gamma = 0.5")
+    spec = write_spec(tmp_path, small + 'n_over_d = [3.775]\nchannel = "glm"\n')
+    code, stdout, err = run_cli(["bayes", spec, "--json"], capsys)
+    assert code == 0, err
+    res = json.loads(stdout)
+    assert res["meta"]["channel"] == "glm" and res["meta"]["glm_features"] == list(range(1, 21))
+    assert "readout_regime" not in res and min(res["q"][0]) > 0
+    for extra, words, needle in (
+            ('glm_units = "all"\n', ["bayes"], "glm_units goes with channel"),
+            ('channel = "exact"\n', ["bayes"], "channel"),
+            ('channel = "glm"\nfeatures = [1]\n', ["bayes", "transitions"], "gaussian"),
+            ('channel = "glm"\nactivation = "erf3"\n', ["bayes"], "cubic"),
+            ('channel = "glm"\nDelta = 0.001\n', ["bayes"], "beyond the GLM table")):
+        text = (small.replace('activation = "cubic"\n', "").replace("Delta = 0.1\n", "")
+                + "n_over_d = [1]\n" + extra + ("Delta = 0.1\n" if "Delta" not in extra else ""))
+        spec = write_spec(tmp_path, text)
+        code, _, err = run_cli(words + [spec], capsys)
+        assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (extra, err)
+
+
+def test_glm_channel_is_sized_by_its_glm_units(tmp_path, capsys, monkeypatch):
+    # 2000 GLM units (glm_units = "all", k = 2000) cost ≈ 37 s CPU per point (measured); the
+    # estimate must refuse 100 points under a 1-hour limit before any work, naming the unit count
+    monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "1")
+    text = BASE.replace("d = 200", "d = 2000") + (
+        'channel = "glm"\nglm_units = "all"\nn_over_d = [' + ", ".join(["10"] * 100) + "]\n")
+    code, _, err = run_cli(["bayes", write_spec(tmp_path, text)], capsys)
+    assert code == 2 and "2000 GLM units" in err and len(err.strip().splitlines()) == 1, err

@@ -165,7 +165,9 @@ def test_jets_of_an_on_demand_system_run_without_a_number_context(cache, key):
             def component(tau, i=i):
                 v = [sum(path[k][s] * tau**k for k in range(order + 1))
                      for s in range(len(path[0]))]
-                return mod.coefficients(v, t1, num.eta, ctx)[i]
+                # the jets' outputs: a, f, then the label-noise coefficients
+                noise = mod.module.noise_coefficients(v, t1, ctx)[:len(mod.FN_INDEX)]
+                return (list(mod.coefficients(v, t1, num.eta, ctx)) + list(noise))[i]
             ref = mpmath.taylor(component, 0, order)
             for k in range(order + 1):
                 # numerical differentiation at 50 digits keeps ~35: 1e-30 is a wide margin

@@ -65,6 +65,10 @@ def describe_type(conv) -> str:
     names = {S._int: "integer", S._bool: "boolean", S._str: "string", S._float: "number",
              S._exact: "number or decimal string (exact)",
              S._dps: 'integer, "auto" or "float64"'}
+    if getattr(S, "_init_value", None) is conv:
+        return 'string or table {from = "run.json"}'
+    if getattr(S, "_schedule", None) is conv:
+        return 'table {kind = "constant" | "power" | "steps", ...}'
     if conv in names:
         return names[conv]
     nl = _nonlocals(conv)
@@ -86,6 +90,8 @@ def describe_check(chk) -> str:
         return "strictly increasing"
     if name == "_dps_ok":
         return '>= 15, "auto" or "float64"'
+    if name == "_activation_ok":
+        return '"erf", "linear", "relu" or a polynomial in x such as "x**3 - 3*x"'
     nl = _nonlocals(chk)
     if "checks" in nl:
         return "; ".join(filter(None, (describe_check(c) for c in nl["checks"])))

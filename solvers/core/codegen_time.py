@@ -1,24 +1,34 @@
 """How long printing a solver module on demand takes (no SymPy here: callers that only size a
 request need not import the code generator).
 
-The symbolic work is dominated by the derivatives of the level-1 coefficients by the level-1
-state (``derive.codegen._derive``) and by the common-subexpression passes of the printing; both
-grow about like the square of the number of per-level state variables n = KM + K(K+1)/2.
-Measured CPU seconds from a cold cache (erf, this machine class; BENCHMARKS.md, "On-demand
-generation"): the model below is a least-squares fit of ``log t`` on ``log n`` over them.
-``solvers.app.validate`` sizes a request with its own, older rule before any work.
+The symbolic work is the hierarchy's Gaussian integrals and their split into next-level
+coefficients (``derive.codegen._derive``), the common-subexpression elimination and printing of
+the coefficients with their forward-accumulated derivatives (``derive.codegen.render``), and the
+Taylor-jet decomposition (``derive.taylor.render_jets``); together they grow about like n^1.9,
+n = KM + K(K+1)/2 the number of per-level state variables.  Measured CPU seconds of those
+phases in one process (erf, this machine class; BENCHMARKS.md, "Generation speed"): the model
+below is a least-squares fit of ``log t`` on ``log n`` over them.  Starting Python and importing
+SymPy add ~0.6 s, compiling the printed modules on first import another ~3 % (both outside the
+estimate).  ``solvers.app.validate`` sizes a request with its own, older rule before any work.
 
->>> round(estimate_seconds("erf", 3, 3))
-6
+>>> round(estimate_seconds("erf", 4, 4), 1)
+5.4
 """
 from __future__ import annotations
 
-# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf with K, M <= 3,
-# (4, 2), (4, 4): every measured time within a factor 0.76 .. 1.31 of the model (erf K = M = 2:
-# 1.5 s, 3: 6.3 s, 4: 18.6 s).  Linear: every coefficient is a polynomial, ~30x cheaper.
-EXPONENT = 1.84
-COEFFICIENT = {"erf": 0.042, "linear": 0.0012}
+# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf K = M = 2..6,
+# (1, 2), (2, 1), (3, 2), (2, 4), (4, 2), (6, 2), (2, 6): every measured time within a factor
+# 0.85 .. 1.18 of the model (erf K = M = 3: 2.0 s, 4: 5.3 s, 6: 21.6 s).  Linear: every
+# coefficient is a polynomial, ~50x cheaper (linear K = M = 6: 0.4 s).
+EXPONENT = 1.89
+# ReLU and polynomial students (the student's activation sets the cost): erf's coefficient times
+# their measured ratio to erf at K = M = 3 (CPU s from a cold process: erf 2.1, ReLU 5.3 (the
+# orthant terms and their gradients), x**3 - 3x 5.0; a ReLU/erf pair 2.2)
+COEFFICIENT = {"erf": 0.0113, "linear": 0.0002, "relu": 0.0113 * 2.5, "poly": 0.0113 * 2.4}
 OVERHEAD = 0.05
+
+# the share of the Taylor jets in that time (erf K = M = 3 .. 6: 0.15 .. 0.19)
+JETS_SHARE = 0.2
 
 
 def n_state(K: int, M: int) -> int:
@@ -29,7 +39,8 @@ def n_state(K: int, M: int) -> int:
 def estimate_seconds(activation: str, K: int, M: int) -> float:
     """Estimated seconds to derive and print the modules of (activation, K, M) (the solver
     module and its Taylor jets) on one free core."""
-    coefficient = COEFFICIENT.get(activation, COEFFICIENT["erf"])
+    kind = activation if activation in ("erf", "linear", "relu") else "poly"
+    coefficient = COEFFICIENT[kind]
     return OVERHEAD + coefficient * n_state(K, M) ** EXPONENT
 
 

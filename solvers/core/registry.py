@@ -9,9 +9,9 @@ reuses stale code.
 Printing on demand says so on stderr before it starts, with an estimate
 (:mod:`solvers.core.codegen_time`), and again when it is done, with the time of each phase::
 
-    scaling-odes: generating erf K=3 M=3 solver (about 6 s, once; cached in ~/.cache/scaling-odes/…)
-    scaling-odes: erf K=3 M=3 solver generated in 6.4 s (derivation 2.9 s, printing 2.6 s,
-        Taylor jets 0.8 s; 6.3 s of CPU)
+    scaling-odes: generating erf K=4 M=4 solver (about 5 s, once; cached in ~/.cache/scaling-odes/…)
+    scaling-odes: erf K=4 M=4 solver generated in 5.3 s (derivation 1.9 s, printing 2.4 s,
+        Taylor jets 1.0 s; 5.3 s of CPU)
 
 (plain lines, also when stderr is not a terminal; between them, for a generation estimated at
 more than PHASE_LINES_FROM seconds, one line as each phase starts).  Processes that need the same
@@ -33,7 +33,7 @@ from derive import codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core.cachedir import cache_dir
-from solvers.core.codegen_time import describe, estimate_seconds
+from solvers.core.codegen_time import JETS_SHARE, describe, estimate_seconds
 from solvers.core.numbers import Float64Context
 
 GENERATED_DIR = Path(__file__).resolve().parents[1] / "generated"
@@ -84,8 +84,8 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
 def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "derivatives.py", "hierarchy.py", "integrals.py", "taylor.py",
-                 "keys.py"):
+    for name in ("codegen.py", "derivatives.py", "fastcse.py", "forward.py", "hierarchy.py",
+                 "integrals.py", "taylor.py", "keys.py"):
         h.update((derive_dir / name).read_bytes())
     for path in sorted((derive_dir / "family").glob("*.py")):     # the family's integrals
         h.update(path.read_bytes())
@@ -192,7 +192,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
     what = f"{key.description} solver"
     estimate = estimate_seconds(key.activation, key.K, key.M)
     if "mpmath" not in targets:
-        estimate *= 0.1                        # the jets alone: their share of the measured time
+        estimate *= JETS_SHARE                 # the jets alone: their share of the measured time
     say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")
     verbose = estimate > PHASE_LINES_FROM
     phases = {}

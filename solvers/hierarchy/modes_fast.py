@@ -593,6 +593,98 @@ def _unpack_sym(upper, p, iu):
     return T
 
 
+# -- ε_g from the factored state in extended precision ---------------------------------------
+# ε_g ends orders of magnitude below the O(1) Gaussian integrals it is the difference of (erf
+# K = M = 3, L = 32, β = 0.5, η = 0.5: ε_g(5000) = 6.6e-7), so its float64 evaluation keeps only
+# ~1e-16 / ε_g of relative accuracy, whatever the accuracy of the state.  The state itself does
+# not suffer: ε_g is the mean of a square, so its gradient by the student factor J is
+# O(√ε_g) and an error δJ of the integrated state moves ε_g by only O(√ε_g |δJ|).  Evaluating ε_g
+# from the float64 factors J, B exactly (their products by the mode weights split into two
+# floats, Dekker; the sums and the Gaussian integrals in arb) removes the evaluation's
+# cancellation; what is left is the integration error, which a second run at a tighter
+# tolerance measures.
+
+EPS_EXACT_DPS = 40      # working digits of the arb evaluation (its balls are checked below)
+EXACT_EPS_ACTIVATIONS = ("erf", "linear")     # the closed forms of I2 below
+
+
+def _two_product(a, b):
+    """(p, e) of float64 arrays with p + e = a·b exactly (Dekker's splitting; no FMA needed).
+
+    Exact unless a product over- or underflows (|a·b| > 1e300 or < 1e-290 or so); the factors
+    here are O(1) times mode weights, far from both.
+    """
+    split = 134217729.0                     # 2^27 + 1
+
+    def halves(x):
+        c = split * x
+        hi = c - (c - x)
+        return hi, x - hi
+    p = a * b
+    ah, al = halves(a)
+    bh, bl = halves(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+class _ExactEps:
+    """ε_g of a state of ``_System`` from its exact float64 factors, in arb (python-flint).
+
+    R1 = Jᵀ W B, Q1 = Jᵀ W J (+ Σ_k λ_k D_k), T1 = Bᵀ W B with W = diag(λ_k s_kρ) as in
+    ``_System.v1``, then ε_g = ½ (Σ I2(T1)/M + M/K² Σ I2(Q1) − 2/K Σ I2(Q1, R1, T1)) with I2 the
+    closed form of the activation (erf: (2/π) asin(C12 / √((1 + C11)(1 + C22))); linear: C12).
+    Returns a float (the ball's midpoint; its radius is checked to be below 1e-20 relative).
+    """
+
+    def __init__(self, system):
+        from flint import arb_mat
+        from solvers.core.numbers import context
+        if system.act not in EXACT_EPS_ACTIVATIONS:
+            raise ValueError(f"no exact eps_g for activation {system.act!r}")
+        self.s = system
+        self.ctx = context("flint", EPS_EXACT_DPS)
+        with self.ctx:
+            self.WB = self._weighted(system.Bf)
+            T1 = arb_mat(system.Bf.T.tolist()) * self.WB
+            self.T1 = T1
+            M = system.M
+            self.tt = sum((self._I2(T1[a, a], T1[a, b], T1[b, b])
+                           for a in range(M) for b in range(M)), 0 * T1[0, 0])
+            if system.order2:
+                self.lam = arb_mat([system.lam.tolist()])
+
+    def _weighted(self, X):
+        from flint import arb_mat
+        p, e = _two_product(self.s.wf[:, None], X)
+        return arb_mat(p.tolist()) + arb_mat(e.tolist())     # exact: e is below p's last bit
+
+    def _I2(self, c11, c12, c22):
+        if self.s.act == "linear":
+            return c12
+        from flint import arb
+        return 2 * (c12 / ((1 + c11) * (1 + c22)).sqrt()).asin() / arb.pi()
+
+    def __call__(self, y) -> float:
+        from flint import arb_mat
+        s = self.s
+        K, M = s.K, s.M
+        Jf, D = s.split(y)
+        with self.ctx:
+            Jt = arb_mat(Jf.T.tolist())
+            R1 = Jt * self.WB
+            Q1 = Jt * self._weighted(Jf)
+            if D is not None:
+                dq = self.lam * arb_mat(D.reshape(s.L, K * K).tolist())
+                Q1 = Q1 + arb_mat(K, K, [dq[0, i] for i in range(K * K)])
+            T1 = self.T1
+            ss = sum(self._I2(Q1[i, i], Q1[i, j], Q1[j, j]) for i in range(K) for j in range(K))
+            sy = sum(self._I2(Q1[i, i], R1[i, m], T1[m, m]) for i in range(K) for m in range(M))
+            eps = (self.tt / M + ss * M / K ** 2 - 2 * sy / K) / 2
+            mid = float(eps.mid())
+            if not eps.rad() <= 1e-20 * max(abs(mid), 1e-300):
+                raise IntegrationError(f"exact eps_g lost its precision: {eps}")
+            return mid
+
+
 # -- RODAS4 ----------------------------------------------------------------------------------
 # Hairer & Wanner, Solving ODEs II (2nd ed.), §IV.7; coefficients of rodas.f (RODAS4, the
 # "IMETH = 1" set).  Transformed formulation: (I/(γh) − 𝒥) k_i = f(Y_i) + Σ_j C_ij k_j / h,
@@ -713,7 +805,7 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                      order: int | None = None, h0: float | None = None,
                      max_steps: int = 1_000_000, progress=None, keep_states="auto",
                      threads: int | None = 1, fixed_step: float | None = None,
-                     method: str = "rodas4", monitor=None) -> Trajectory:
+                     method: str = "rodas4", monitor=None, exact_eps: bool = False) -> Trajectory:
     """Integrate the modes basis in float64; returns ``integrate_problem``'s Trajectory.
 
     problem_or_inputs: a :class:`solvers.core.problem.Problem` (modes-basis initial condition) or
@@ -739,6 +831,11 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
     0.8 s, rk78 10.4 s (ε_g to 2e-8 and 3e-10); K = M = 40, L = 512, η = 0.01 (mildly stiff):
     RODAS4 46 s CPU, rk78 73 s (ε_g to 3e-6 and 3e-8; RODAS4 needs rtol 1e-10, 205 s, for the
     latter).  The stiff method wins as λ_1 ∝ L and η grow.
+    exact_eps: evaluate ε_g from the float64 factors exactly (arb, ``_ExactEps``) instead of in
+    float64.  Where ε_g ends far below the O(1) order parameters its float64 evaluation loses
+    digits whatever the state's accuracy (erf K = M = 3, L = 32, β = 0.5, η = 0.5, ε_g(5000) =
+    6.6e-7: off by up to 1.6e-10 relative); costs ~1 ms per output point for K = M = 3, L = 32
+    (BENCHMARKS.md, the modes route at 9 digits).  R1, Q1 and the states stay float64.
     """
     started = time.perf_counter()
     if isinstance(problem_or_inputs, ModesInputs):
@@ -785,8 +882,11 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                            max_steps=max_steps, progress=progress, stats=counts)
             system.counts.update(counts)
         eps, R1s, Q1s, states = [], [], [], []
+        exact = _ExactEps(system) if exact_eps else None
         for y in ys:
             R1, Q1, e = system.observables(y)
+            if exact is not None and math.isfinite(e):
+                e = exact(y)
             if not math.isfinite(e):
                 raise IntegrationError(f"eps_g is not finite ({e})")
             eps.append(e)
@@ -800,6 +900,7 @@ def solve_modes_fast(problem_or_inputs, alphas, *, rtol: float = 1e-8, atol: flo
                  reduced_dim=system.n_v,
                  reduced_solver="dense" if system.n_v <= system.dense_max else "gcr")
     stats["method"] = method
+    stats["eps_evaluation"] = f"arb, {EPS_EXACT_DPS} digits" if exact_eps else "float64"
     return Trajectory(list(alphas), eps, np.array(R1s), np.array(Q1s), "modes", METHODS[method],
                       15, stats, states).drop_first(skip)
 

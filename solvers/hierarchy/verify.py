@@ -182,9 +182,12 @@ def _run(p, problem, alphas, *, basis, rtol, progress, label):
     """One run of plan ``p`` at ``rtol``, shown as the progress phase ``label``."""
     with phase(progress, label, _last(alphas)) as tick:
         if p.integrator == "rodas4":
-            from solvers.hierarchy.modes_fast import solve_modes_fast
+            from solvers.hierarchy.modes_fast import EXACT_EPS_ACTIVATIONS, solve_modes_fast
+            # ε_g evaluated exactly from the float64 state: in float64 its evaluation, not the
+            # integration, capped the digits where ε_g ends far below the order parameters
             return solve_modes_fast(problem, alphas, rtol=rtol, progress=tick,
-                                    monitor=_watch(problem, basis))
+                                    monitor=_watch(problem, basis),
+                                    exact_eps=problem.key.activation in EXACT_EPS_ACTIVATIONS)
         return integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
                                  dps=p.dps, rtol=rtol, progress=tick, integrator=p.integrator,
                                  monitor=_watch(problem, basis))
@@ -201,11 +204,12 @@ def _name(p) -> str:
 
 
 def _tighter_pair(p, problem, alphas, *, basis, progress):
-    """(ε_g of the run at p.rtol, the run at p.rtol/100): concurrently when two CPUs are free
-    (the first in a forked child, as in ``precision.settle``), else one after the other."""
+    """(ε_g of the run at p.rtol, the run at p.rtol / p.check_factor): concurrently when two
+    CPUs are free (the first in a forked child, as in ``precision.settle``), else one after
+    the other."""
     from solvers.core.numbers import to_mpf
     from solvers.hierarchy import background
-    r1, r2 = p.rtol, p.rtol / 100
+    r1, r2 = p.rtol, p.rtol / p.check_factor
     job = None
     if background.concurrent_allowed():
         try:

@@ -8,6 +8,8 @@
              features = [1, 2, 3]      # transitions: which features (default 1..5)
              completion = false        # limit, beta < 1/2: also locate the BO completion
              dps = 30                  # digits of lambda_sigma, q_sigma
+             channel = "gaussian"      # "glm" (experimental, cubic, curve only): O(1) readouts as GLMs
+             glm_units = "outside"     # with "glm": the features that can leave the regime | "all"
 
 JSON keys: ``n_over_d``, ``alpha``, ``eps_bo``, ``kc``, ``q`` (per point, per feature),
 ``fixed_points`` (per point: [{eps, kc, psi}]), ``lambda_sigma``, ``q_sigma``, ``meta``;
@@ -16,7 +18,9 @@ JSON keys: ``n_over_d``, ``alpha``, ``eps_bo``, ``kc``, ``q`` (per point, per fe
 Curve and transitions also carry ``readout_regime`` (solvers/theory/bayes/regime.py): per
 feature v²/(Δ+ε), the measured error of the Gaussian channel and whether the feature is in the
 regime where the fixed point holds; its ``warnings`` (also printed to stderr) name the
-transitions outside it.
+transitions outside it.  With ``channel = "glm"`` the curve instead treats those features as
+generalised linear models (solvers/theory/bayes/glm_channel.py; ``meta.glm_features``,
+``meta.channel_note``) and carries no ``readout_regime``; transitions and limit refuse it.
 """
 from __future__ import annotations
 
@@ -46,6 +50,11 @@ MAX_BETA = 50                  # readouts i^-2β: beyond, all but the first feat
 # (vectorised over features: ~1.3e-6 s per feature at k = 2e5); a transition 3-6 s per feature
 _SECONDS_PER_POINT, _SECONDS_PER_POINT_FEATURE = 0.3, 1.5e-6
 _SECONDS_PER_TRANSITION, _SECONDS_PER_TRANSITION_FEATURE = 5.0, 2e-5
+# channel = "glm": 10-20 block iterations per point, each a Gaussian solve of the rest and a
+# global maximisation per GLM unit; measured CPU per point (cubic, β = 1, Δ = 0.1): 0.2-0.4 s with
+# 33 GLM units at k = 200, 0.54 s with 33 at k = 2000, 3.9 s with 200, 37 s with 2000 units
+# (≈ 0.019 s per GLM unit and point; the rest's Gaussian solves ≈ 20 × the per-point cost above)
+_SECONDS_PER_GLM_POINT, _SECONDS_PER_GLM_UNIT, _GLM_REST_SOLVES = 1.0, 0.03, 20
 
 SCHEMA = {
     "activation": (convert.str, "cubic", check.one_of("cubic", "erf3", "relu4", "tanh3", "erf", "relu", "tanh")),
@@ -72,6 +81,8 @@ SCHEMA = {
     "features": (convert.list_of(convert.int, "list of integers"), None,
                  check.all(check.each(check.ge(1)), check.distinct)),
     "completion": (convert.bool, False, None),
+    "channel": (convert.str, "gaussian", check.one_of("gaussian", "glm")),
+    "glm_units": (convert.str, "outside", check.one_of("outside", "all")),
     "dps": (convert.int, 30, check.all(check.ge(15), check.rule(lambda v: v <= 1000,
                                                                 "must be <= 1000"))),
 }
@@ -134,6 +145,8 @@ def load_document(doc: dict, name: str):
                             f"the readouts i^(-2 beta) would span 10^"
                             f"{2 * float(beta) * math.log10(k):.0f} (at most 10^250; need "
                             f"2 beta log10(k) <= 250)")
+    if sec["channel"] == "gaussian" and "glm_units" in raw:
+        raise section_error(name, "bayes", "glm_units goes with channel = \"glm\"")
     points = len(sec["n_over_d"] or sec["alpha"] or ())
     est = points * (_SECONDS_PER_POINT + k * _SECONDS_PER_POINT_FEATURE)
     if est > time_limit():
@@ -150,10 +163,21 @@ def load_document(doc: dict, name: str):
                    Delta=float(sec["Delta"]), beta=None if beta is None else float(beta),
                    readouts=None if sec["readouts"] is None else [float(v) for v in sec["readouts"]],
                    hermite=sec["hermite"], hermite_start=sec["hermite_start"],
-                   drop_low_orders=sec["drop_low_orders"], dps=sec["dps"])
+                   drop_low_orders=sec["drop_low_orders"], dps=sec["dps"],
+                   channel=sec["channel"], glm_units=sec["glm_units"])
         st.act                              # refuse a bad activation before any work
+        if st.channel == "glm":
+            st.mixed                        # cubic only; strongest readout within the table
     except ValueError as e:
         raise SpecError(f"{name}: [bayes] {' '.join(str(e).split())}") from None
+    if st.channel == "glm":
+        units = st.mixed.G.size
+        est = points * (_SECONDS_PER_GLM_POINT + units * _SECONDS_PER_GLM_UNIT
+                        + _GLM_REST_SOLVES * k * _SECONDS_PER_POINT_FEATURE)
+        if est > time_limit():
+            raise section_error(name, "bayes", f"channel = \"glm\": {points} points with "
+                                f"{units} GLM units (k = {k}): about {_hours(est)} (limit "
+                                f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
     return st, sec
 
 
@@ -188,13 +212,17 @@ def cmd_curve(args, st, sec) -> dict:
     with tqdm(total=total, desc="bayes", unit="pt", disable=None, leave=False) as bar:
         res = curve(st, n_over_d=sec["n_over_d"], alpha=sec["alpha"],
                     selection=sec["selection"], progress=bar.update)
-    res["readout_regime"] = _regime(st, res, detail="outside")
+    if st.channel == "gaussian":
+        res["readout_regime"] = _regime(st, res, detail="outside")
     return _finite(res, "curve", str(args.spec))
 
 
 @json_command(load)
 def cmd_transitions(args, st, sec) -> dict:
     from solvers.theory.bayes import transitions
+    if st.channel != "gaussian":
+        raise section_error(str(args.spec), "bayes", "transitions need channel = \"gaussian\" "
+                            "(a GLM unit has no jump to locate); use the curve")
     features = sec["features"] or range(1, min(st.k, 5) + 1)
     est = len(features) * (_SECONDS_PER_TRANSITION + st.k * _SECONDS_PER_TRANSITION_FEATURE)
     _check_time(est, f"{len(features)} feature(s) with k = {st.k}", str(args.spec))
@@ -223,6 +251,9 @@ def cmd_limit(args, st, sec) -> dict:
     if sec["readouts"] is not None:
         raise section_error(name, "bayes", "limit needs the power-law readouts (beta), not a "
                                            "readouts list")
+    if st.channel != "gaussian":
+        raise section_error(name, "bayes", "limit needs channel = \"gaussian\" (the d -> "
+                                           "infinity forms are the Gaussian-channel system's)")
     beta = float(st.beta)
     # the forms diverge at beta = 1/2 (exponents 1/(2 beta - 1), p = 2 beta/(1 - 2 beta)) and
     # their float64 quadratures fail towards beta -> 0 and large beta: the ranges below are

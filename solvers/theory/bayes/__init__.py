@@ -9,7 +9,10 @@ Python API (the command line ``scaling-odes bayes`` is a thin layer over it)::
     lim = limit(st, alpha=[1.0])                     # d → ∞ forms
 
 Pieces: :mod:`.activation` (g_σ from derive.bayes), :mod:`.channel` (m_σ, λ_σ, q_σ),
-:mod:`.fixed_point` (all stable solutions, Ψ, selection, transitions), :mod:`.limits` (d → ∞).
+:mod:`.fixed_point` (all stable solutions, Ψ, selection, transitions), :mod:`.limits` (d → ∞),
+:mod:`.regime` (which features the Gaussian output channel describes), :mod:`.glm_channel`
+(``Setup(channel="glm")``, experimental: units with O(1) readouts as generalised linear models,
+curve only).
 """
 from __future__ import annotations
 
@@ -23,11 +26,14 @@ import numpy as np
 from .activation import Activation, ActivationError, resolve
 from .channel import Jump, jump_min, jump_pair, m_mp, m_np
 from .fixed_point import SELECTIONS, Problem, Solution, power_law_readouts
+from .glm_channel import GLM_UNITS, MixedProblem
 from .limits import LimitLtHalf, limit_gt_half, phi_profile
 
 __all__ = ["Setup", "curve", "transitions", "limit", "Activation", "ActivationError", "Jump",
            "jump_pair", "jump_min", "m_mp", "m_np", "Problem", "Solution", "power_law_readouts",
-           "LimitLtHalf", "limit_gt_half", "phi_profile", "SELECTIONS"]
+           "LimitLtHalf", "limit_gt_half", "phi_profile", "SELECTIONS", "CHANNELS", "GLM_UNITS"]
+
+CHANNELS = ("gaussian", "glm")
 
 
 @dataclass
@@ -44,6 +50,8 @@ class Setup:
     hermite_start: int = 3
     drop_low_orders: bool = False
     dps: int = 30
+    channel: str = "gaussian"
+    glm_units: str = "outside"
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -60,6 +68,11 @@ class Setup:
                 raise ValueError(f"k = gamma*d = {self.gamma * self.d} rounds to 0 features")
         elif len(self.readouts) == 0:
             raise ValueError("readouts must not be empty")
+        if self.channel not in CHANNELS:
+            raise ValueError(f"channel = {self.channel!r} must be one of {', '.join(CHANNELS)}")
+        if self.glm_units not in GLM_UNITS:
+            raise ValueError(f"glm_units = {self.glm_units!r} must be one of "
+                             f"{', '.join(GLM_UNITS)}")
 
     @property
     def k(self) -> int:
@@ -88,6 +101,13 @@ class Setup:
             self._cache["problem"] = Problem(self.act, self.jump, v2, float(self.Delta))
         return self._cache["problem"]
 
+    @property
+    def mixed(self) -> MixedProblem:
+        """The system with the GLM channel for the units chosen by ``glm_units``."""
+        if "mixed" not in self._cache:
+            self._cache["mixed"] = MixedProblem(self.problem, self.glm_units)
+        return self._cache["mixed"]
+
     def meta(self) -> dict:
         from solvers import __version__
         p = self.problem
@@ -101,7 +121,8 @@ class Setup:
                 "readouts": "list" if self.readouts is not None else "power law",
                 "readouts_sum_before_normalisation": p.norm, "dps": self.dps,
                 "lambda_sigma_digits": lam_s, "q_sigma_digits": q_s,
-                "numbers": "channel (λ_σ, q_σ) at dps digits; fixed points in float64 (~12 digits)"}
+                "numbers": "channel (λ_σ, q_σ) at dps digits; fixed points in float64 (~12 digits)",
+                "channel": self.channel}
 
 
 def _points(st: Setup, n_over_d=None, alpha=None):
@@ -126,6 +147,8 @@ def curve(st: Setup, n_over_d=None, alpha=None, selection: str = "potential",
         raise ValueError(f"selection = {selection!r} must be one of {', '.join(SELECTIONS)}")
     started = time.perf_counter()
     s_list = _points(st, n_over_d, alpha)
+    if st.channel == "glm":
+        return _curve_glm(st, s_list, selection, progress, started)
     p = st.problem
     out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
            "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
@@ -143,10 +166,42 @@ def curve(st: Setup, n_over_d=None, alpha=None, selection: str = "potential",
     return out
 
 
+def _curve_glm(st: Setup, s_list, selection, progress, started) -> dict:
+    mp = st.mixed
+    out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
+           "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
+    for s in s_list:
+        sols = mp.solutions(s)
+        sel = {"informed": sols[0], "uninformed": sols[-1]}.get(selection) or max(
+            sols, key=lambda x: x.psi)
+        out["eps_bo"].append(sel.eps)
+        out["kc"].append(sel.kc)
+        out["q"].append([float(v) for v in sel.q])
+        out["fixed_points"].append([x.as_dict() for x in sols])
+        if progress:
+            progress(1)
+    glm_features = sorted(int(st.problem.order[i]) + 1 for i in mp.G)
+    meta = st.meta()
+    meta.update(selection=selection, wall_time=time.perf_counter() - started, channel="glm",
+                glm_units=st.glm_units, glm_features=glm_features,
+                channel_note=(
+                    "experimental: the features in glm_features are generalised linear models "
+                    "(exact one-unit channel, tabulated for cubic sigma) against Gaussian noise "
+                    "Delta + the other features' residual; the rest keep the Gaussian channel. "
+                    "Exact for k = 1; for several O(1) readouts an approximation. fixed_points "
+                    "lists the solutions reached from an uninformed and an informed start; "
+                    "selection by Psi_mix (solvers/theory/bayes/glm_channel.py)"))
+    out["meta"] = meta
+    return out
+
+
 def transitions(st: Setup, features=None) -> dict:
     """Per feature (1-based): n/d where the learned branch appears, the Bayes-optimal switch,
     the end of the uninformed branch, and q_i just after the switch; plus Eq. 36 for feature 1."""
     started = time.perf_counter()
+    if st.channel != "gaussian":
+        raise ValueError("transitions need channel = 'gaussian' (a GLM unit has no jump to "
+                         "locate: its overlap grows from the first samples); use curve")
     p = st.problem
     features = list(range(1, min(st.k, 5) + 1)) if features is None else list(features)
     for f in features:
@@ -170,6 +225,9 @@ def limit(st: Setup, alpha=None, n_over_d=None, completion: bool = False) -> dic
     """The d → ∞ forms at the given α (n/d given is converted with the spec's d)."""
     if st.readouts is not None:
         raise ValueError("the d → ∞ limit needs the power-law readouts (beta), not a list")
+    if st.channel != "gaussian":
+        raise ValueError("limit needs channel = 'gaussian' (the d → ∞ forms are those of the "
+                         "Gaussian-channel system)")
     beta = float(st.beta)
     alphas = [s / st.d for s in _points(st, n_over_d, alpha)]
     out = {"alpha": alphas, "beta": beta, "lambda_sigma": st.jump.lam_f,
