@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # checks that hold at any size (identities, rigorous bounds, fixed-point residuals): they must pass
 # at the reduced size too; the others (exponents, finite-size deviations) need the paper's sizes
 ROBUST = ("interlacing", "≥ Eq. (8)", "max F bound", "Newton residual", "vs exact fixed point",
-          "vs exact plateau", "spectrum mean", "deviation shrinks", "plateau shrinks")
+          "vs exact plateau", "spectrum mean", "deviation shrinks", "plateau shrinks",
+          "linear response")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,217 @@
+"""Figures of the committee-machine family (student / teacher activations, label noise):
+F1 (ReLU against erf on one power-law spectrum) and F2 (label noise: the floor under the power law).
+
+Every curve is ``solvers.compare`` of one spec: the simulator's runs, and the ODEs solved once per
+seed for that seed's own teacher and initial student (the float64 mode basis), at the α the
+simulator recorded.  The theory lines are the seed mean of those ODE curves, the markers the seed
+mean of the simulations; the checks use compare's own measure (rms relative deviation, pooled over
+seeds and α, against 3/√N).
+
+Not here: a trained readout and learning-rate schedules (the ODEs refuse them; a simulation alone
+is no theory figure).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Figure, check, slope
+from .style import ALPHA, EPS, panels, save, style
+
+
+def _spec(p, act, noise=0.0):
+    return {"model": {"student_activation": act, "teacher_activation": act, "K": p["K"], "M": p["K"]},
+            "data": {"L": p["L"], "beta": p["beta"], "N": p["N"]},
+            "training": {"eta": p["eta"], "sigma_J": p["sigma_J"], "seed": p["seeds"][0], "init": "random",
+                         "noise": noise},
+            "solve": {"alpha_min": p["alpha_min"], "alpha_max": p["alpha_max"], "n_points": p["n_alpha"],
+                      "basis": "modes", "dps": "float64", "digits": p["digits"]},
+            "simulate": {"seeds": list(p["seeds"]), "n_jobs": 1}}
+
+
+def _compare(spec):
+    import solvers
+    c = solvers.compare(spec)
+    return {"alpha": c.alpha, "theory_runs": c.eps_g_theory_runs, "sim_runs": c.simulation.eps_g_runs,
+            "rms_deviation": c.rms_deviation, "scale": c.finite_size_scale,
+            "Q_end": np.asarray(c.theory.Q1)[-1]}
+
+
+def _draw(ax, r, colour, label):
+    a = np.asarray(r["alpha"])
+    th = np.mean(np.asarray(r["theory_runs"]), axis=0)
+    sim = np.asarray(r["sim_runs"])
+    ax.loglog(a, th, color=colour, lw=1.4, label=f"{label}: ODE")
+    ax.loglog(a, sim.mean(axis=0), "o", color=colour, ms=3.2, mfc="none", mew=0.9,
+              label=f"{label}: SGD, {sim.shape[0]} seed{'s' if sim.shape[0] > 1 else ''}")
+
+
+def _dev_check(label, r, N):
+    dev, scale = float(r["rms_deviation"]), float(r["scale"])
+    return check(f"{label}: rms rel. dev. SGD vs ODE (pooled over seeds and α)", dev, f"< 3/√N = {scale:.3g}",
+                 dev < scale, tol=f"< 3/√N = {scale:.3g}",
+                 ref=f"ODE of each seed's own realisation (solvers.compare); 3/√N at N = {N} is compare's "
+                     "finite-size scale (SGD fluctuations fall like N^−1/2)")
+
+
+# ---- F1: ReLU vs erf ---------------------------------------------------------------------------
+
+def f1_compute(p, piece):
+    return {act: piece(f"{act}", p | {"act": act}, lambda act=act: _compare(_spec(p, act))) for act in p["acts"]}
+
+
+def f1_plot(d, p, out, small):
+    with style() as plt:
+        fig, (ax,) = panels(plt, 1, width=5.6)
+        for j, act in enumerate(p["acts"]):
+            _draw(ax, d[act], f"C{j}", act)
+        ax.set(xlabel=ALPHA, ylabel=EPS,
+               title=f"K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, N = {p['N']}")
+        ax.legend()
+        return [save(fig, out / "figF1.png", small=small)]
+
+
+def f1_checks(d, p):
+    out = []
+    for act in p["acts"]:
+        r = d[act]
+        out.append(_dev_check(act, r, p["N"]))
+        a = np.asarray(r["alpha"])
+        th = np.mean(np.asarray(r["theory_runs"]), axis=0)
+        out.append(check(f"{act}: ODE local exponent over the last decade of α", -slope(a, th, a[-1] / 10, a[-1]),
+                         note="reported: the last decade may still hold the escape (L = 8: ReLU's ODE "
+                              "stops before α ≈ 300)"))
+    return out
+
+
+FIGF1 = Figure("F1", "Committee-machine family: ReLU against erf on one power-law spectrum",
+               "ε_g of a K = M = 2 committee machine whose student and teacher both use ReLU (or both erf), same "
+               "spectrum, learning rate and kind of random teacher: the ODEs of each seed's own realisation "
+               "(lines, seed mean) against online SGD (markers, seed mean), log-log: the plateau, the escape and "
+               "the power-law phase.",
+               full={"acts": ["erf", "relu"], "K": 2, "L": 8, "beta": 1.0, "N": 1024, "eta": 0.5, "sigma_J": 0.01,
+                     "seeds": [0, 1], "alpha_min": 0.1, "alpha_max": 250.0, "n_alpha": 30, "digits": 6},
+               small={"acts": ["erf", "relu"], "K": 2, "L": 2, "beta": 1.0, "N": 64, "eta": 0.5, "sigma_J": 0.01,
+                      "seeds": [0], "alpha_min": 0.5, "alpha_max": 20.0, "n_alpha": 8, "digits": 6},
+               compute=f1_compute, plot=f1_plot, checks=f1_checks, overlay=True,
+               errata="Not in the paper: the family's activation options. The run stops at α = 250: beyond α ≈ 300 "
+                      "(L = 8, all seeds tried) the ReLU student's ODE refuses to go on, because the four-field "
+                      "orthant probability's two float64 quadrature rules disagree once the student–teacher "
+                      "correlations approach 1 (near perfect learning). ReLU against SGD: at σ_J = 0.01 SGD leaves the "
+                      "plateau earlier than the ODE of its own realisation, and the gap does not shrink with N: "
+                      "rms 0.16 here (N = 1024), 0.20 / 0.28 at N = 1024 / 16384 over α ∈ [1, 40] (2 seeds; 3/√N = "
+                      "0.094 / 0.023). SGD escapes at α ≈ 12-15 at both sizes, the ODE at α ≈ 15 (N = 1024) and "
+                      "α ≈ 25-30 (N = 16384): the ODE's growth rate out of the ReLU plateau is smaller than "
+                      "SGD's, which finite-size noise cannot explain (it would shift both escapes alike, ∝ ln N). "
+                      "With σ_J = 0.3 (no long plateau) they agree (rms 0.026 at L = 8, N = 2048, η = 0.5; 0.023 "
+                      "at η = 0.05). Suspected: an error in the ReLU student's ODE (or simulator) in the "
+                      "unspecialised phase; left open here.")
+
+
+# ---- F2: label noise ---------------------------------------------------------------------------
+
+def _erf_moment(Q, idx):
+    """<Π_a g'(x_a)> over x ~ N(0, Q) for g = erf(·/√2), g' = √(2/π) e^{−x²/2}, units idx (repeats allowed):
+    (2/π)^{n/2} / √det(1 + diag(m) Q_sub), m the multiplicity of each distinct unit."""
+    units = sorted(set(idx))
+    m = np.diag([idx.count(u) for u in units]).astype(float)
+    sub = np.asarray(Q, float)[np.ix_(units, units)]
+    return (2 / math.pi) ** (len(idx) / 2) / math.sqrt(np.linalg.det(np.eye(len(units)) + m @ sub))
+
+
+def floor_estimate(p, Q_end):
+    """The label-noise floor per unit noise variance, from SGD linearised about the teacher (erf,
+    fixed paper readouts v_i = √M/K); an independent route to the ODE's late ε_g.
+
+    Near perfect learning the weight error δJ follows, per step,
+    δJ ← δJ − η g gᵀ δJ + η s ε g  (g = ∇_J σ, components v_i g'(x_i) ξ/√N, ε ~ N(0, 1)),
+    so its covariance C obeys  H C + C H − η N <g gᵀ C g gᵀ> = η s² H  at stationarity, H = <g gᵀ>.
+    For large N, H = A ⊗ Σ/N with A_ij = v_i v_j <g'_i g'_j>, and C = X ⊗ 1 solves it with the K×K
+    equation  A X + X A − η B(X) = η s² A,  B(X)_ij = v_i v_j Σ_kl X_kl v_k v_l <g'_i g'_j g'_k g'_l>
+    (|ξ|²/N → Tr Σ/N = 1).  Then ε_g = ½ Tr(A X).  The Gaussian averages are closed forms
+    (``_erf_moment``) at Q_ii, Q_ij of the run's end (≈ the teacher's T at perfect learning).
+    Linearisation: exact to first order in s²; the ODE's own η² term is kept in full.
+    """
+    K, eta = p["K"], p["eta"]
+    v = np.full(K, math.sqrt(K) / K)
+    Q = np.asarray(Q_end, float)
+    A = np.array([[v[i] * v[j] * _erf_moment(Q, [i, j]) for j in range(K)] for i in range(K)])
+    # the linear map X ↦ A X + X A − η B(X) on K×K matrices, as a K²×K² matrix
+    op = np.zeros((K * K, K * K))
+    for k in range(K):
+        for l in range(K):
+            X = np.zeros((K, K)); X[k, l] = 1.0
+            B = np.array([[v[i] * v[j] * v[k] * v[l] * _erf_moment(Q, [i, j, k, l]) for j in range(K)]
+                          for i in range(K)])
+            op[:, k * K + l] = (A @ X + X @ A - eta * B).ravel()
+    X = np.linalg.solve(op, eta * A.ravel()).reshape(K, K)
+    return 0.5 * float(np.trace(A @ X))
+
+
+def f2_compute(p, piece):
+    return {str(s): piece(f"noise{s}", p | {"noise": s}, lambda s=s: _compare(_spec(p, "erf", s)))
+            for s in p["noises"]}
+
+
+def f2_plot(d, p, out, small):
+    with style() as plt:
+        fig, (ax,) = panels(plt, 1, width=5.6)
+        for j, s in enumerate(p["noises"]):
+            r = d[str(s)]
+            _draw(ax, r, f"C{j}", f"noise {s:g}")
+            if s > 0:
+                per = floor_estimate(p, r["Q_end"])
+                ax.axhline(per * s, color=f"C{j}", ls=":", lw=0.9)
+        ax.set(xlabel=ALPHA, ylabel=EPS,
+               title=f"erf, K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, N = {p['N']}")
+        ax.legend()
+        return [save(fig, out / "figF2.png", small=small, note="dotted: the floor of SGD linearised about the teacher")]
+
+
+def f2_checks(d, p):
+    out = []
+    clean = np.mean(np.asarray(d[str(p["noises"][0])]["theory_runs"]), axis=0) if p["noises"][0] == 0 else None
+    for s in p["noises"]:
+        r = d[str(s)]
+        out.append(_dev_check(f"noise {s:g}", r, p["N"]))
+        if s == 0 or clean is None:
+            continue
+        th = np.mean(np.asarray(r["theory_runs"]), axis=0)
+        sim = np.mean(np.asarray(r["sim_runs"]), axis=0)
+        per = floor_estimate(p, r["Q_end"])
+        est = per * s
+        ode_floor = float(th[-1] - clean[-1])
+        rel = ode_floor / est - 1
+        out.append(check(f"noise {s:g}: floor at α_max, ODE(noise) − ODE(0) | linear response | rel. dev.",
+                         [ode_floor, est, rel], "|rel| < 0.05", abs(rel) < 0.05,
+                         f"noiseless ODE at α_max: {clean[-1]:.3g}",
+                         tol="|rel| < 0.05",
+                         ref="independent: SGD linearised about the teacher, stationary covariance from a K×K "
+                             "Lyapunov-type equation with closed-form erf averages (floor_estimate); exact to "
+                             "first order in the noise, so 5 % leaves room for O(η s²) nonlinearity and for "
+                             "slow modes not yet relaxed at α_max"))
+        late = slice(-3, None)
+        out.append(check(f"noise {s:g}: SGD mean of the last 3 points vs the ODE there, rel. dev.",
+                         float(np.mean(sim[late]) / np.mean(th[late]) - 1),
+                         note="reported: the floor as the simulation sees it"))
+    return out
+
+
+FIGF2 = Figure("F2", "Committee-machine family: label noise puts a floor under the power law",
+               "ε_g (clean test error) of an erf committee machine, K = M = 2, trained on labels with additive "
+               "Gaussian noise of variance s ∈ {0, 10⁻³, 10⁻²}: ODEs of each seed's realisation (lines) against "
+               "online SGD (markers); the noiseless curve keeps falling as a power law, the noisy ones level off "
+               "at the floor, whose linear-response level is dotted.",
+               full={"noises": [0.0, 0.001, 0.01], "K": 2, "L": 16, "beta": 1.0, "N": 1024, "eta": 0.5,
+                     "sigma_J": 0.01, "seeds": [0, 1], "alpha_min": 0.1, "alpha_max": 5000.0, "n_alpha": 30,
+                     "digits": 6},
+               small={"noises": [0.0, 0.01], "K": 2, "L": 2, "beta": 1.0, "N": 128, "eta": 0.5,
+                      "sigma_J": 0.1, "seeds": [0], "alpha_min": 1.0, "alpha_max": 1000.0, "n_alpha": 8,
+                      "digits": 6},
+               compute=f2_compute, plot=f2_plot, checks=f2_checks, overlay=True,
+               errata="Not in the paper: the family's label-noise option ([training] noise). A trained readout "
+                      "and learning-rate schedules have no figure: the ODEs do not carry them yet, and a "
+                      "simulation alone is no theory figure.")
+
+FIGURES = [FIGF1, FIGF2]
