@@ -17,6 +17,9 @@ import sympy as sp
 
 from cli_support import run_cli, write_spec
 
+# the references are closed forms written here; the rest checks the command's contract
+pytestmark = [pytest.mark.closed_form, pytest.mark.contract]
+
 SPEC = """
 [model]
 {model}
