@@ -201,10 +201,14 @@ def test_write_then_solve_uses_the_module(tmp_path, capsys, monkeypatch):
     ('activation = "tanh"', 1, (), "[model] activation"),
     ('activation = "erf"', 20, (), "K = 20"),
     ('activation = "erf"', 2, ("--closed",), "--closed"),
+    ('activation = "erf"\nreadout = "trained"', 1, (), "readout"),
 ])
 def test_bad_input_one_line(tmp_path, capsys, model, K, extra, words):
     L = 16 if extra else 2
-    code, out, err = run_cli(["derive", spec(tmp_path, model, K=K, L=L), *extra], capsys)
+    path = spec(tmp_path, model, K=K, L=L)
+    if "trained" in model:
+        path.write_text(path.read_text().replace("eta = 0.5", "eta = 0.5\neta_readout = 0.5"))
+    code, out, err = run_cli(["derive", path, *extra], capsys)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and words in err, err
     if K == 20:

@@ -70,6 +70,10 @@ def size(spec, closed: bool = False) -> None:
     """Refuse (ValueError, one line with the estimate) a derivation too large to print."""
     from solvers.core.codegen_time import describe, estimate_seconds, n_state
     m = spec.model
+    if m.readout != "fixed":
+        # the hierarchy holds the first layer's equations only: never print a partial system
+        raise ValueError(f"{spec.path}: [model] readout = {m.readout!r}: derive prints the "
+                         f"equations of fixed readouts only (readout = \"fixed\")")
     key = m.system_key()
     seconds = estimate_seconds(key.activation, m.K, m.M)
     if seconds > MAX_DERIVE_SECONDS:
