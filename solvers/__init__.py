@@ -1,9 +1,9 @@
 """Numeric layer: integrators, exact solutions, simulators, the command line and the Python API.
 
 ``from solvers import solve, simulate, compare, load_spec`` (and ``linear``, ``plateau``,
-``asymptotic``, ``bayes``, ``kernel``, ``derive``): the command line's computations as functions of a spec
-(a dict of the TOML schema, a TOML path or a parsed Spec); see :mod:`solvers.api`.  They are
-loaded on first use, so ``import solvers.core…`` stays light.
+``asymptotic``, ``bayes``, ``kernel``, ``derive``): the command line's computations as
+functions of a spec (a dict of the TOML schema, a TOML path or a parsed Spec); see
+:mod:`solvers.api`.  They are loaded on first use, so ``import solvers.core…`` stays light.
 """
 
 __version__ = "0.1.0"

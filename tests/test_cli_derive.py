@@ -1,4 +1,4 @@
-"""``scaling-odes derive``: the printed equations against hand-written ones, LaTeX, --write, bad input.
+"""``scaling-odes derive``: printed equations against hand-written ones, LaTeX, --write, bad input.
 
 The references are written here from the conventions (student v_i g_s(x_i), teacher u_n g_t(y_n),
 paper readouts v = u = 1 at K = M = 1), with the textbook erf closed forms of I3 and I4
