@@ -221,3 +221,24 @@ def test_api_result(tmp_path):
     assert d.text().splitlines()[0] == "# erf K=1 M=1 (erf_K1_M1)"
     assert d._repr_latex_().startswith("$$\\begin{aligned}")
     assert d.module is None and d.to_dict()["state"] == ["R_11", "Q_11"]
+
+
+def test_label_noise_and_weight_decay_terms(tmp_path, capsys):
+    plain, _ = derive_json(spec(tmp_path), capsys)
+    path = spec(tmp_path, name="noisy.toml")
+    path.write_text(path.read_text().replace("eta = 0.5", "eta = 0.5\nnoise = 0.1\n"
+                                             "weight_decay = 0.01"))
+    noisy, _ = derive_json(path, capsys)
+    (p0, _), (p1, _) = printed(plain), printed(noisy)
+    with mp.workdps(30):
+        p = random_point(3)
+        p.update(noise=mp.mpf("0.3"), kappa=mp.mpf("0.07"), lR_1_1=mp.mpf("0.4"),
+                 lQ_1_1=mp.mpf("0.9"))
+        Q = p["Q_1_1"]
+        # erf: g'(x) = sqrt(2/π) exp(-x²/2), so <g'(x)²> = (2/π)/sqrt(1 + 2Q) (v = 1)
+        fn = 2 / mp.pi / mp.sqrt(1 + 2 * Q)
+        for lhs, want in (("dR^(l)_11/dalpha", -p["eta"] * p["kappa"] * p["lR_1_1"]),
+                          ("dQ^(l)_11/dalpha", p["e2"] * p["nu"] * p["noise"] * fn
+                           - 2 * p["eta"] * p["kappa"] * p["lQ_1_1"])):
+            got = at(p1[lhs], p) - at(p0[lhs], p)
+            assert abs(got - want) <= mp.mpf(10) ** -20, (lhs, got, want)
