@@ -18,6 +18,7 @@ function           subcommand                                 returns
 ``asymptotic``     ``scaling-odes asymptotic``                the JSON dict
 ``bayes``          ``scaling-odes bayes [transitions|limit]`` the JSON dict
 ``kernel``         ``scaling-odes kernel`` / ``kernel-mc``    the JSON dict
+``derive``         ``scaling-odes derive``                    :class:`DeriveResult`
 =================  =========================================  ===============================
 
 Results carry float64 NumPy arrays (``.alpha``, ``.eps_g``, ``.R1``, ``.Q1``), ``.meta``,
@@ -51,10 +52,11 @@ and checked by a second run):
 (['0.01391391958148942'], dtype('float64'))
 """
 from solvers.api.inputs import SpecError
-from solvers.api.results import CompareResult, Result, SimulateResult, SolveResult
-from solvers.api.run import (asymptotic, bayes, compare, kernel, linear, load_spec, plateau,
-                             simulate, solve)
+from solvers.api.results import (CompareResult, DeriveResult, Result, SimulateResult,
+                                 SolveResult)
+from solvers.api.run import (asymptotic, bayes, compare, derive, kernel, linear, load_spec,
+                             plateau, simulate, solve)
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
-           "bayes", "kernel", "SpecError", "Result", "SolveResult", "SimulateResult",
-           "CompareResult"]
+           "bayes", "kernel", "derive", "SpecError", "Result", "SolveResult",
+           "SimulateResult", "CompareResult", "DeriveResult"]

@@ -28,6 +28,7 @@ SECTIONS = {
     "linear": ("linear",),
     "plateau": ("plateau", "asymptotic"),
     "asymptotic": ("plateau", "asymptotic"),
+    "derive": ("simulate",),
     "any": ("simulate", "sweep", "linear", "plateau", "asymptotic"),
 }
 

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-__all__ = ["Result", "SolveResult", "SimulateResult", "CompareResult"]
+__all__ = ["Result", "SolveResult", "SimulateResult", "CompareResult", "DeriveResult"]
 
 
 def _floats(values) -> np.ndarray:
@@ -264,6 +264,34 @@ class CompareResult(Result):
         """Theory line, simulation points (or mean and ±1 std band); returns the Axes."""
         from solvers.app.compare import plot_compare
         return plot_compare(self._data, _axes(ax))
+
+
+class DeriveResult(Result):
+    """The equations of a spec's model (``scaling-odes derive``).
+
+    ``text()`` and ``latex()`` are what the command prints (plain text, a LaTeX ``aligned``
+    block); a notebook shows the LaTeX (``_repr_latex_``).  Keys: ``model``, ``tag``,
+    ``state``, ``equations`` (``lhs``, ``rhs_text``, ``rhs_latex``), ``eps_g``, ``module``,
+    ``closed``, ``meta``.
+    """
+
+    def text(self) -> str:
+        """The equations as text; each right-hand side is SymPy syntax."""
+        from solvers.app.cli.derive import render_text
+        return render_text(self._data)
+
+    def latex(self) -> str:
+        """The equations as one LaTeX ``aligned`` block."""
+        from solvers.app.cli.derive import render_text
+        return render_text(self._data, latex=True)
+
+    def _repr_latex_(self) -> str:
+        return "$$" + self.latex() + "$$"
+
+    @property
+    def module(self) -> str | None:
+        """Path of the solver module (with ``write=True``), else None."""
+        return self._data["module"]
 
 
 def _axes(ax):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 from solvers.api.inputs import SpecError, as_spec, user_errors
-from solvers.api.results import CompareResult, SimulateResult, SolveResult
+from solvers.api.results import CompareResult, DeriveResult, SimulateResult, SolveResult
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
-           "bayes", "kernel"]
+           "bayes", "kernel", "derive"]
 
 
 def load_spec(spec, sections: str = "any"):
@@ -275,6 +275,32 @@ def kernel(spec, mc: bool = False) -> dict:
                             trials=mcsec["trials"], seed=mcsec["seed"])
             res["mc"] = {"mean": out["mean"], "sem": out["sem"]}
         return res
+
+
+def derive(spec, *, closed: bool = False, write: bool = False) -> DeriveResult:
+    """``scaling-odes derive``: the ODEs of the spec's model, level-generic (or ``closed`` at
+    the spec's L, small systems only); ``write`` also prints the solver module into the cache.
+
+    Sized before any work (a large K, M or, with ``closed``, L·K·M raises SpecError).  SymPy
+    is imported here, not by ``import solvers``.
+
+    Examples
+    --------
+    >>> from solvers import derive
+    >>> d = derive({"model": {"activation": "erf", "K": 1, "M": 1},
+    ...             "data": {"L": 2, "beta": 1.0}, "training": {"eta": 0.5},
+    ...             "solve": {"alpha_max": 10}})
+    >>> d["state"], d["tag"]
+    (['R_11', 'Q_11'], 'erf_K1_M1')
+    >>> print(d.text().splitlines()[0])
+    # erf K=1 M=1 (erf_K1_M1)
+    >>> "aligned" in d.latex()
+    True
+    """
+    from solvers.app.cli import derive as cli
+    spec = as_spec(spec, "derive")
+    with user_errors():
+        return DeriveResult(cli.derive_result(spec, closed=closed, write=write))
 
 
 def _document(spec):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from solvers.app.cli import bayes as cli_bayes
 from solvers.app.cli import compare as cli_compare
+from solvers.app.cli import derive as cli_derive
 from solvers.app.cli import figures as cli_figures
 from solvers.app.cli import kernel as cli_kernel
 from solvers.app.cli import linear as cli_linear
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
     for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures,
-                   cli_onestep):
+                   cli_onestep, cli_derive):
         module.register(sub)
     cli_compare.register(sub)
     return p
