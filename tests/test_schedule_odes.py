@@ -164,6 +164,10 @@ def test_power_schedule_refuses_the_taylor_route_and_the_policy_avoids_it(cache)
     with pytest.raises(ValueError, match="power schedule") as err:
         integrate_problem(problem, [1.0], basis="levels", dps=30, integrator="taylor")
     assert "\n" not in str(err.value)
+    # the stiff modes kernel (constant η) refuses a schedule instead of ignoring it
+    from solvers.hierarchy import modes_fast
+    with pytest.raises(ValueError, match="schedule"):
+        modes_fast.inputs_from_problem(problem)
     for dps in ("auto", 40):
         assert precision.plan("levels", dps, 12, 2, autonomous=False).integrator == "rk78"
         assert precision.plan("levels", dps, 12, 2).integrator == "taylor"
