@@ -27,6 +27,10 @@ from solvers.hierarchy import precision
 from solvers.hierarchy.odes import integrate_problem
 from solvers.hierarchy.precision import agreement_digits
 
+# oracles (tests/conftest.py): written-out ODEs at higher precision, chained constant solves and
+# the other basis, the simulator
+pytestmark = [pytest.mark.higher_precision, pytest.mark.second_basis, pytest.mark.simulation]
+
 DIGITS = 12
 
 
@@ -204,7 +208,6 @@ def _compare_spec(schedule, N=1024, seeds=(0, 1)):
             "simulate": {"seeds": list(seeds), "n_jobs": 1}}
 
 
-@pytest.mark.simulation
 @pytest.mark.parametrize("schedule", [{"kind": "power", "alpha0": 1, "p": 1},
                                       {"kind": "steps", "alphas": [1, 4], "etas": [0.1, 1]}])
 def test_simulation_with_a_schedule_within_the_finite_size_scale(cache, schedule):

@@ -6,6 +6,10 @@
 * ``solve`` runs a problem under the precision policy of :mod:`solvers.hierarchy.precision`;
   ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
   tolerance) agree on ε_g to the requested number of significant digits.
+* a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
+  restarted with each piece's constant η at every switching α (any integrator); "power" sets
+  η(α) and e2 = η(α)²/B at every right-hand-side call (RK7(8) only: the Taylor jets hold η
+  constant; SciPy's DOP853 comparison path takes no schedule).
 * ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
   raises :class:`PrecisionLost` when the closure has cancelled the digits away.
 """
