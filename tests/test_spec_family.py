@@ -178,7 +178,8 @@ def test_init_from_a_simulation_run(tmp_path, capsys):
 
 def test_solve_refuses_family_options_it_does_not_implement(tmp_path, capsys):
     p = tmp_path / "n.toml"
-    p.write_text(RUN_SPEC.format(init='schedule = {kind = "power", alpha0 = 1, p = 1}\n'))
+    p.write_text(RUN_SPEC.format(init='eta_readout = 0.1\n')
+                 .replace("M = 2\n", 'M = 2\nreadout = "trained"\n', 1))
     assert cli.main(["solve", str(p), "--json"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "[training] schedule" in err, err
+    assert len(err.splitlines()) == 1 and "[training] eta_readout" in err, err

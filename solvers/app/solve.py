@@ -26,7 +26,8 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
 # the family's options the ODEs implement; the others are refused, never silently ignored
-ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size")
+# (a schedule: every route of solve; "power" on the RK7(8), "steps" piece by piece on any)
+ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule")
 
 
 def _refuse_family_options(spec: Spec) -> None:
@@ -57,7 +58,8 @@ def problem_of(spec: Spec) -> Problem:
     else:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
     return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
-                   weight_decay=tr.weight_decay, batch_size=tr.batch_size)
+                   weight_decay=tr.weight_decay, batch_size=tr.batch_size,
+                   schedule=tr.schedule_dict())
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
@@ -119,6 +121,7 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             "activation": spec.model.activation, "K": spec.model.K, "M": spec.model.M,
             **_family_meta(spec.model),
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
+            **_schedule_meta(spec.training),
         },
     }
 
@@ -129,6 +132,15 @@ def _family_meta(m) -> dict:
         return {}
     return {"student_activation": m.student, "teacher_activation": m.teacher,
             "readouts": list(m.system_key().readouts)}
+
+
+def _schedule_meta(tr) -> dict:
+    """The learning-rate schedule the ODEs integrated (absent for a constant η)."""
+    if tr.schedule is None:
+        return {}
+    return {"schedule": {k: ([float(x) for x in v] if isinstance(v, tuple) else
+                             v if isinstance(v, str) else float(v))
+                         for k, v in tr.schedule_dict().items()}}
 
 
 def _cpu_s() -> float:

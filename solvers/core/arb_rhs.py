@@ -66,11 +66,8 @@ class ArbMatRHS:
         self.has_decay = not (num.decay == 0)
         n_af = len(a_index) + len(mod.F_INDEX)
         self._fn_entries = [(n_af + k, s) for k, s in enumerate(mod.FN_INDEX)]
-        if self.has_decay:
-            Dd = arb_mat(self.n, self.n)
-            for s in range(self.n):
-                Dd[s, s] = num.eta * num.decay * (1 if s < mod.K * mod.M else 2)
-            self.Dd = Dd
+        self._kdiag = [1 if s < mod.K * mod.M else 2 for s in range(self.n)]
+        self.set_rates(num.eta, num.e2)
         if basis == "levels":
             C = arb_mat(L, L)
             for i in range(L - 1):
@@ -92,6 +89,16 @@ class ArbMatRHS:
             self.t1 = list(num.lam @ num.T_modes)
         else:
             raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
+
+    def set_rates(self, eta, e2):
+        """Use the learning rate ``eta`` and η² term ``e2`` (numbers of the context) from the
+        next call on: a learning-rate schedule changes them between pieces or calls."""
+        self.eta, self.e2 = eta, e2
+        if self.has_decay:
+            Dd = _arb_mat()(self.n, self.n)
+            for s in range(self.n):
+                Dd[s, s] = eta * self.decay * self._kdiag[s]
+            self.Dd = Dd
 
     def level_one(self, Y):
         """Level-1 state (list of arb) of the arb_mat state Y."""

@@ -49,6 +49,10 @@ class Problem:
     noise: Fraction = Fraction(0)
     weight_decay: Fraction = Fraction(0)
     batch_size: int = 1
+    # learning-rate schedule (conventions.md): None (constant), ("power", alpha0, p) for
+    # η(α) = η (1 + α/α0)^(-p), or ("steps", alphas, etas) for η before alphas[0], etas[j] from
+    # alphas[j] on; exact numbers (a dict {kind, ...} as in a spec is accepted too)
+    schedule: tuple | None = None
 
     def __post_init__(self):
         eta = self.eta
@@ -79,9 +83,24 @@ class Problem:
         if isinstance(self.batch_size, bool) or int(self.batch_size) != self.batch_size \
                 or self.batch_size < 1:
             raise ValueError(f"batch_size = {self.batch_size!r} must be an integer >= 1")
+        object.__setattr__(self, "schedule", checked_schedule(self.schedule))
 
     @property
-    def plain_training(self) -> bool:
+    def autonomous(self) -> bool:
+        """False for a power schedule: η depends on α continuously (a "steps" schedule is
+        constant on each piece, which the solvers integrate one at a time)."""
+        return self.schedule is None or self.schedule[0] != "power"
+
+    def eta_pieces(self, end) -> list:
+        """[(α_start, η)] of the pieces of constant η that start before ``end`` (exact
+        Fractions): one piece unless the schedule is "steps"."""
+        if self.schedule is None or self.schedule[0] != "steps":
+            return [(Fraction(0), self.eta)]
+        _, alphas, etas = self.schedule
+        return [(Fraction(0), self.eta)] + [(a, e) for a, e in zip(alphas, etas) if a < end]
+
+    @property
+    def plain_training(self) -> bool:  # (a schedule is checked separately: ``autonomous``)
         """No label noise, no weight decay, one sample per step (the original model)."""
         return self.noise == 0 and self.weight_decay == 0 and self.batch_size == 1
 
@@ -91,6 +110,54 @@ class Problem:
 
     def numeric(self, ctx) -> "NumericProblem":
         return NumericProblem(self, ctx)
+
+
+def _exact(x, name) -> Fraction:
+    if isinstance(x, bool):
+        raise ValueError(f"schedule {name} must be a number, got {x!r}")
+    try:
+        return Fraction(repr(float(x))) if isinstance(x, float) else Fraction(x)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"schedule {name} must be a finite number, got {x!r}") from None
+
+
+def checked_schedule(schedule) -> tuple | None:
+    """The schedule of a Problem in its normal form (None, ("power", alpha0, p) or ("steps",
+    alphas, etas) with Fractions), or a one-line ValueError naming the bad value.  Accepts the
+    spec's ``schedule_dict()`` form {kind, alpha0, p} / {kind, alphas, etas}."""
+    if schedule is None:
+        return None
+    if isinstance(schedule, dict):
+        kind = schedule.get("kind")
+        if kind == "constant":
+            return None
+        if kind == "power":
+            schedule = ("power", schedule["alpha0"], schedule["p"])
+        elif kind == "steps":
+            schedule = ("steps", schedule["alphas"], schedule["etas"])
+        else:
+            raise ValueError(f"schedule kind = {kind!r} must be 'constant', 'power' or 'steps'")
+    kind = schedule[0]
+    if kind == "power":
+        a0, p = _exact(schedule[1], "alpha0"), _exact(schedule[2], "p")
+        if not a0 > 0:
+            raise ValueError(f"schedule alpha0 = {a0} must be > 0")
+        if p < 0:
+            raise ValueError(f"schedule p = {p} must be >= 0")
+        return ("power", a0, p)
+    if kind == "steps":
+        a = tuple(_exact(x, "alphas") for x in schedule[1])
+        e = tuple(_exact(x, "etas") for x in schedule[2])
+        if not a or len(a) != len(e):
+            raise ValueError(f"schedule alphas and etas must be non-empty and of equal length, "
+                             f"got {len(a)} and {len(e)}")
+        if any(x <= 0 for x in a) or any(y <= x for x, y in zip(a, a[1:])):
+            raise ValueError(f"schedule alphas must be > 0 and increasing, got "
+                             f"{[float(x) for x in a]}")
+        if any(y <= 0 for y in e):
+            raise ValueError(f"schedule etas must be > 0, got {[float(y) for y in e]}")
+        return ("steps", a, e)
+    raise ValueError(f"schedule kind = {kind!r} must be 'constant', 'power' or 'steps'")
 
 
 def _check_shapes(init: InitialCondition, L: int, K: int, M: int) -> None:
@@ -140,9 +207,9 @@ class NumericProblem:
         self.lam = np.array([conv(v) for v in sp_.eigenvalues], dtype=object)
         self.w = np.array([conv(v) for v in sp_.weights], dtype=object)
         self.c = characteristic_coefficients(self.lam, conv(1))
-        self.eta = conv(problem.eta)
-        # the η² term of one step averages over batch_size samples (conventions.md)
-        self.e2 = (self.eta ** 2 / problem.batch_size if problem.order == 2 else conv(0))
+        self.eta, self.e2 = self.rates(problem.eta)
+        if problem.schedule is not None and problem.schedule[0] == "power":
+            self._a0, self._p = conv(problem.schedule[1]), conv(problem.schedule[2])
         self.noise = conv(problem.noise)
         self.decay = conv(problem.weight_decay)
         init = problem.init
@@ -161,6 +228,18 @@ class NumericProblem:
                 setattr(self, name, ctx.native(getattr(self, name)))
 
     _LAZY = ("nu", "y_levels", "T_levels")
+
+    def rates(self, eta):
+        """(η, e2) as numbers of the context for the learning rate ``eta`` (exact or a number
+        of the context): the η² term of one step averages over batch_size samples
+        (conventions.md); e2 = 0 for the order-1 system."""
+        eta = self.ctx.convert(eta) if isinstance(eta, (int, Fraction)) else eta
+        p = self.problem
+        return eta, (eta ** 2 / p.batch_size if p.order == 2 else self.ctx.convert(0))
+
+    def eta_at(self, alpha):
+        """η(α) of a power schedule as a number of the context (α a number of the context)."""
+        return self.eta * (1 + alpha / self._a0) ** (-self._p)
 
     def __getattr__(self, name):
         # only called when the attribute is not set yet

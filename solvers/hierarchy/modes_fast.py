@@ -240,9 +240,10 @@ def inputs_from_problem(problem) -> ModesInputs:
     lam = [float(v) for v in problem.spectrum.eigenvalues]
     w = [float(v) for v in problem.spectrum.weights]
     key = problem.key
-    if not problem.plain_training:
-        raise ValueError("the float64 modes kernel has no label noise, weight decay or batch "
-                         "size; use the generated system (solvers.hierarchy.odes)")
+    if not problem.plain_training or problem.schedule is not None:
+        raise ValueError("the float64 modes kernel has no label noise, weight decay, batch "
+                         "size or learning-rate schedule; use the generated system "
+                         "(solvers.hierarchy.odes)")
     if not key.is_plain():
         raise ValueError(f"the float64 modes kernel covers erf and linear with teacher = student "
                          f"and the paper's readouts, not {key.description}; use the generated "

@@ -6,6 +6,10 @@
 * ``solve`` runs a problem under the precision policy of :mod:`solvers.hierarchy.precision`;
   ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
   tolerance) agree on ε_g to the requested number of significant digits.
+* a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
+  restarted with each piece's constant η at every switching α (any integrator); "power" sets
+  η(α) and e2 = η(α)²/B at every right-hand-side call (RK7(8) only: the Taylor jets hold η
+  constant; SciPy's DOP853 comparison path takes no schedule).
 * ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
   raises :class:`PrecisionLost` when the closure has cancelled the digits away.
 """
@@ -96,6 +100,12 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
     if integrator not in ("rk78", "taylor"):
         raise ValueError(f"integrator must be 'rk78' or 'taylor', got {integrator!r}")
+    if not problem.autonomous and integrator == "taylor":
+        raise ValueError("a power schedule makes eta depend on alpha, which the Taylor "
+                         "integrator's jets (constant eta) do not carry: use integrator = 'rk78'")
+    if problem.schedule is not None and arithmetic == "scipy":
+        raise ValueError("arithmetic = 'scipy' runs a constant eta only: use 'float64' (the "
+                         "same RK7(8) as arbitrary precision) for a schedule")
     requested = checked_alphas(alphas)
     # the initial condition is the state at alpha = 0: a grid starting later is integrated from
     # 0 and only the requested points are reported
@@ -155,22 +165,36 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         y0 = _initial_state(num, basis)
         shape = y0.shape
         short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
-        if arithmetic == "flint" and matrix_rhs:
+        # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
+        # a power schedule (set_rates)
+        if arithmetic == "flint" and matrix_rhs or integrator == "taylor":
             # the generated system as arb_mat algebra (solvers.core.arb_rhs): same numbers, the
             # O(L) work in C instead of numpy's object loops
-            fun = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
+            arb_rhs = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
+            set_rates = arb_rhs.set_rates
             start, unpack = to_arb_mat(y0), from_arb_mat
+            if problem.autonomous:
+                fun = arb_rhs
+            else:
+                def fun(t, Y):
+                    arb_rhs.set_rates(*num.rates(num.eta_at(t)))
+                    return arb_rhs(t, Y)
         else:
             if basis == "levels":
-                args = (num.T_levels, num.c, num.nu, num.eta, num.e2, ctx)
+                args = [num.T_levels, num.c, num.nu, num.eta, num.e2, ctx]
                 rhs = mod.rhs_levels
             else:
-                args = (num.T_modes, num.lam, num.w, num.eta, num.e2, ctx)
+                args = [num.T_modes, num.lam, num.w, num.eta, num.e2, ctx]
                 rhs = mod.rhs_modes
 
             extra = dict(noise=num.noise, decay=num.decay)
 
+            def set_rates(eta, e2):
+                args[3:5] = [eta, e2]
+
             def fun(t, y):
+                if not problem.autonomous:
+                    set_rates(*num.rates(num.eta_at(t)))
                 with np.errstate(over="ignore", invalid="ignore"):
                     return rhs(y.reshape(shape), *args, **extra).reshape(-1)
 
@@ -182,11 +206,15 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
             if arithmetic != "flint":
                 raise ValueError("integrator = 'taylor' runs on flint arithmetic only")
             from solvers.integrators.taylor import integrate_taylor
-            flat = integrate_taylor(ArbMatRHS(mod, num, ctx, basis, coef_dps=short),
-                                    load(problem.key, "taylor"),
-                                    [_exact_alpha(a) for a in alphas], to_arb_mat(y0),
-                                    tol=rtol, jet_dps=short_dps(rtol, ctx.dps),
-                                    progress=progress, stats=stats, monitor=monitor)
+            jets = load(problem.key, "taylor")
+
+            def piece(points, y, counts):
+                return integrate_taylor(arb_rhs, jets, points, y, tol=rtol,
+                                        jet_dps=short_dps(rtol, ctx.dps), progress=progress,
+                                        stats=counts, monitor=monitor)
+
+            flat = _by_pieces(problem, num, set_rates, piece,
+                              [_exact_alpha(a) for a in alphas], start, stats)
             states = [from_arb_mat(s) for s in flat]
             eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
             stats["wall_s"] = time.perf_counter() - started
@@ -194,9 +222,13 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                               states)
         # ---------------------------------------------------------------------------------------
         try:
-            flat = integrate(fun, [_exact_alpha(a) for a in alphas], start, ctx=ctx,
-                             rtol=rtol, atol=atol, progress=progress, stats=stats,
-                             scalar_dps=short, monitor=monitor)
+            def piece(points, y, counts):
+                return integrate(fun, points, y, ctx=ctx, rtol=rtol, atol=atol,
+                                 progress=progress, stats=counts, scalar_dps=short,
+                                 monitor=monitor)
+
+            flat = _by_pieces(problem, num, set_rates, piece,
+                              [_exact_alpha(a) for a in alphas], start, stats)
         except IntegrationError as exc:
             if basis == "levels" and arithmetic == "float64":
                 raise PrecisionLost(f"float64 in the level basis broke down at L = {problem.L} "
@@ -207,6 +239,33 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
     stats["wall_s"] = time.perf_counter() - started
     return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
+
+
+def _by_pieces(problem, num, set_rates, piece, alphas, y0, stats):
+    """The states at ``alphas`` (exact, from 0), integrated piece by piece between the
+    switching times of a "steps" schedule: each piece restarts the integrator with its own
+    constant η, so that no step straddles a jump of the right-hand side.  Without such a
+    schedule this is one call ``piece(alphas, y0, stats)``."""
+    pieces = problem.eta_pieces(alphas[-1])
+    if len(pieces) == 1:
+        return piece(alphas, y0, stats)
+    ends = [a for a, _ in pieces[1:]] + [alphas[-1]]
+    wanted = set(alphas)
+    out, y = [y0], y0
+    totals = {}
+    for (a, eta), b in zip(pieces, ends):
+        set_rates(*num.rates(eta))
+        points = [a] + [x for x in alphas if a < x < b] + [b]
+        counts = {}
+        try:
+            states = piece(points, y, counts)
+        finally:
+            for k, v in counts.items():   # counts add up over the pieces
+                totals[k] = totals.get(k, 0) + v if k.startswith("n_") else v
+            stats.update(totals)
+        y = states[-1]
+        out += [st for x, st in zip(points[1:], states[1:]) if x in wanted]
+    return out
 
 
 def _exact_alpha(a):
@@ -279,7 +338,8 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
     """
     if integrator == "auto":
-        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
+        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
+                                                 autonomous=problem.autonomous)
     rtol = default_rtol(digits, integrator)
 
     last = alphas[-1]

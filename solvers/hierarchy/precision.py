@@ -72,10 +72,13 @@ class Plan:
 TAYLOR_MIN_DIGITS = 1
 
 
-def choose_integrator(basis: str, arithmetic: str, digits: int, L: int) -> str:
+def choose_integrator(basis: str, arithmetic: str, digits: int, L: int,
+                      autonomous: bool = True) -> str:
     """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
-    from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath)."""
-    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS:
+    from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath).
+    ``autonomous=False`` (a power learning-rate schedule, η(α)): the RK7(8), whose
+    right-hand side is evaluated at each stage's α; the Taylor jets hold η constant."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and autonomous:
         return "taylor"
     return "rk78"
 
@@ -131,7 +134,7 @@ def fast_rtol(digits: int) -> float:
     return 10.0 ** -(digits + FAST_EXTRA_DIGITS)
 
 
-def plan(basis: str, dps, digits: int, L: int) -> Plan:
+def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
     """The precision policy of ``[solve] dps``:
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
@@ -143,9 +146,13 @@ def plan(basis: str, dps, digits: int, L: int) -> Plan:
     * an integer: one arbitrary-precision run at that many digits.
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
+
+    ``autonomous=False`` (a power schedule): every flint route runs the RK7(8) instead of the
+    Taylor series (``choose_integrator``); the caller skips the ``faster`` route, whose stiff
+    solver has a constant η.
     """
     def pick(arithmetic):
-        return choose_integrator(basis, arithmetic, digits, L)
+        return choose_integrator(basis, arithmetic, digits, L, autonomous)
 
     if dps == "float64":
         return Plan("float64", pick("float64"), None, default_rtol(digits, pick("float64")),

@@ -144,8 +144,8 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     or a callable ``tick(alpha)``.
     """
     precision.check_request(basis, dps, digits)
-    stability.check_eta(problem)
-    p = precision.plan(basis, dps, digits, problem.L)
+    _check_etas(problem)
+    p = precision.plan(basis, dps, digits, problem.L, autonomous=problem.autonomous)
     tried = []
     if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
         traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,
@@ -161,14 +161,26 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     return traj
 
 
+def _check_etas(problem) -> None:
+    """The stability bound for every learning rate a schedule uses: each piece of "steps";
+    a power schedule (p >= 0) never exceeds its starting η."""
+    if problem.schedule is None or problem.schedule[0] != "steps":
+        stability.check_eta(problem)
+        return
+    import dataclasses
+    for eta in sorted({problem.eta, *problem.schedule[2]}, reverse=True):
+        stability.check_eta(dataclasses.replace(problem, eta=eta, schedule=None))
+
+
 def _fast_route_applies(p, problem, basis) -> bool:
     """The stiff solver first: modes basis, a modes initial condition, and stiff modes
     (η λ_1 >= precision.FAST_MIN_STIFFNESS; below, the explicit RK7(8) is faster)."""
     if not (basis == "modes" and p.integrator == "rodas4" and problem.init.basis == "modes"):
         return False
-    if not (problem.key.is_plain() and problem.plain_training):
+    if not (problem.key.is_plain() and problem.plain_training and problem.schedule is None):
         # the float64 index-vectorised kernel (solvers.core.modes_kernel) has the erf and
         # linear integrals of the original model only (no label noise, weight decay, batches)
+        # and a constant η
         return False
     lam1 = max(float(v) for v in problem.spectrum.eigenvalues)
     return float(Fraction(problem.eta)) * lam1 >= precision.FAST_MIN_STIFFNESS
