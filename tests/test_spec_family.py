@@ -182,4 +182,4 @@ def test_solve_refuses_family_options_it_does_not_implement(tmp_path, capsys):
                  .replace("M = 2\n", 'M = 2\nreadout = "trained"\n', 1))
     assert cli.main(["solve", str(p), "--json"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "[training] eta_readout" in err, err
+    assert len(err.splitlines()) == 1 and "readout = \"trained\"" in err, err

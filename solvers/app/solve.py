@@ -36,10 +36,10 @@ def _refuse_family_options(spec: Spec) -> None:
     ``compare`` before it simulates."""
     from solvers.app.spec import SpecError
     try:
-        refuse_training_options(spec, "the ODEs", supported=ODE_TRAINING_OPTIONS)
-        if spec.model.readout != "fixed":
+        if spec.model.readout != "fixed":      # named first: eta_readout only goes with it
             raise ValueError('[model] readout = "trained": not implemented by the ODEs yet '
                              '(the simulator runs it: scaling-odes simulate)')
+        refuse_training_options(spec, "the ODEs", supported=ODE_TRAINING_OPTIONS)
     except ValueError as e:
         raise SpecError(f"{spec.path}: {e}") from None
 
