@@ -43,6 +43,7 @@ import sympy as sp
 from derive.family.integrals import I2
 from solvers import solve
 from solvers.api.inputs import SpecError
+from solvers.hierarchy.precision import PrecisionLost
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis, pytest.mark.contract]
 
@@ -233,10 +234,32 @@ def test_variant_matrix(cache, p, q):
             assert abs(a - b) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(a), (student, teacher, a, b)
 
 
+# -- found by the matrix ---------------------------------------------------------------------
+# An erf student with K = M = 3 (teacher erf or relu) from the explicit init of _init(3, 3)
+# (realisable: every mode's Gram block has smallest eigenvalue >= 0.2): the Taylor route of
+# both bases stops with "a series coefficient became non-finite" at every dps (60 ... 693), even
+# over α <= 0.001, so the default solve refuses (PrecisionLost) at any precision.  The float64
+# modes route (Rodas/RK, no jets) integrates it, and the random init at K = M = 3 solves: the
+# jets, not the model, break.  Reproduced: erf/erf 3x3 and 4x4, erf/relu 3x3 (relu/erf,
+# relu/relu 3x3 pass).
+KNOWN_BROKEN = {("erf", "erf", 3, 3), ("erf", "erf", 4, 4), ("erf", "relu", 3, 3)}
+_BROKEN_REASON = ("Taylor jets give a non-finite series coefficient for an erf student at "
+                  "K = M >= 3 from this explicit init (both bases, any dps)")
+
+
+def _full_params():
+    out = []
+    for (student, teacher), K, M in product(PAIRS, range(1, 5), range(1, 5)):
+        marks = ([pytest.mark.xfail(strict=True, raises=PrecisionLost, reason=_BROKEN_REASON)]
+                 if (student, teacher, K, M) in KNOWN_BROKEN else [])
+        out.append(pytest.param(student, teacher, K, M, marks=marks,
+                                id=f"{_ID.get(student, student)}-{_ID.get(teacher, teacher)}"
+                                   f"-K{K}M{M}"))
+    return out
+
+
 @pytest.mark.full
-@pytest.mark.parametrize("K, M", [(K, M) for K in range(1, 5) for M in range(1, 5)])
-@pytest.mark.parametrize("student, teacher", PAIRS,
-                         ids=[f"{_ID.get(a, a)}-{_ID.get(b, b)}" for a, b in PAIRS])
+@pytest.mark.parametrize("student, teacher, K, M", _full_params())
 def test_variant_matrix_full(cache, student, teacher, K, M):
     _check_combination(student, teacher, K, M, list(range(8)))
 
@@ -255,3 +278,15 @@ def test_trained_readout_and_schedules_are_refused(cache, student, teacher, extr
         with pytest.raises(SpecError, match=key) as exc:
             solve(_doc(student, teacher, 1, 1, subset, **extra))
         assert "\n" not in str(exc.value)
+
+
+@pytest.mark.xfail(strict=True, raises=PrecisionLost, reason=_BROKEN_REASON)
+def test_erf_student_K3_M3_explicit_init_solves_on_the_default_path(cache):
+    doc = _doc("erf", "erf", 3, 3, 0, alphas=[0, A_SMALL])
+    got = [_mp(e) for e in solve(doc).eps_g]
+    # the float64 modes route (no Taylor jets), 8 digits asked, against the default 12
+    ref_doc = _doc("erf", "erf", 3, 3, 0, alphas=[0, A_SMALL])
+    ref_doc["solve"].update(basis="modes", dps="float64", digits=8)
+    ref = [_mp(e) for e in solve(ref_doc).eps_g]
+    for a, b in zip(got, ref):
+        assert abs(a - b) <= 2 * mpmath.mpf(10) ** -8 * abs(b)
