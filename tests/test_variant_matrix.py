@@ -1,0 +1,309 @@
+"""The variant matrix of the committee-machine family on the ODE side: every activation pair over
+{erf, linear, relu, x**2, x**3 - 3*x} x {fixed, trained} readout x {noise, weight_decay,
+batch_size, schedule} on/off, generated on demand and solved by ``solvers.solve`` on the default
+path (levels basis, dps "auto", 12 verified digits).
+
+What can fail, from independent routes:
+
+* ε_g(0) against the closed form of derive/family's I2 at the initial level-1 overlaps (exact
+  SymPy at 30 digits): the solve goes through the generated module and the run-time number
+  contexts, the reference through neither.
+* Weight decay at first order: decay only rescales the student, dR = -ηκR, dQ = -2ηκQ on top of
+  the shared dynamics, so ε_κ(α) - ε_0(α) = -ηκ α d/ds ε(sJ)|_{s=1} + O(α²) with d/ds taken
+  from the same closed form (R -> sR, Q -> s²Q).
+* Label noise with a linear student: R does not see Q, and the noise source η²/B ν noise v vᵀ
+  enters dQ (in the modes basis a flow dX = -(AX + XA) + P with P ⪰ 0), so the noise-induced
+  part of every Q_k stays positive semi-definite and ε_g(noise) - ε_g(0) = ½ vᵀ δQ_1 v > 0 for
+  every α > 0, every teacher.
+* The second basis (modes, its own printed right-hand side) against the default levels solve
+  for K = M = 1.
+
+Which runs are in the default suite (the covering design).  The generated module depends only
+on the pair, K and M; the options are runtime parameters, so each (pair, K, M) generates once
+and then runs several option subsets.  Subsets are bitmasks (noise = 1, decay = 2, batch = 4).
+Every (pair, K, M) runs 7 (all on) and 5 (all but decay: the decay check), linear students also
+6 (all but noise: the noise check), plus two rotating subsets from ROTATING = (0, 1, 2, 3, 4, 6):
+pair p at (K, M) index q runs ROTATING[(p + 2q) % 6] and ROTATING[(p + 2q + 1) % 6].  Over its
+four (K, M) a pair takes 8 consecutive entries of a cycle of 6, so it meets every subset at
+least once.  The full product (8 subsets) and K, M <= 4 run under ``@pytest.mark.full``.
+
+The trained readout and schedules are refused by the ODEs for now (one line naming the key);
+the coordinator flips those tests into solve tests when the ODEs implement them.
+"""
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from itertools import product
+
+import mpmath
+import pytest
+import sympy as sp
+
+from derive.family.integrals import I2
+from solvers import solve
+from solvers.api.inputs import SpecError
+from solvers.hierarchy.precision import PrecisionLost
+
+pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis, pytest.mark.contract]
+
+ACTS = ["erf", "linear", "relu", "x**2", "x**3 - 3*x"]
+PAIRS = list(product(ACTS, ACTS))
+KMS = [(1, 1), (1, 2), (2, 1), (2, 2)]
+ROTATING = (0, 1, 2, 3, 4, 6)
+NOISE, DECAY, BATCH = 1, 2, 4
+DIGITS = 12                     # the default [solve] digits
+
+# η small so that the polynomial pairs (ε_g ~ 10 at the start) stay away from divergence over
+# α <= 1/2: with the cubic student at η = 0.1 the solution itself blows up near α = 0.2 (Q_11
+# doubles between α = 0.16 and 0.2; the solve refuses with PrecisionLost), so the cubic student
+# runs at η = 0.02; two modes; the options' values
+ETA_CUBIC = "0.02"
+ETA, LAM, NOISE_V, KAPPA, B = "0.1", ("1", "0.5"), "0.1", "0.05", 2
+A_SMALL = 0.001                 # the first-order decay check
+ALPHAS = [0, A_SMALL, 0.25, 0.5]
+
+
+def _eta(student):
+    return ETA_CUBIC if student == "x**3 - 3*x" else ETA
+
+
+def _init(K, M):
+    """Per-mode blocks (decimal strings, realisable: diagonally dominant Gram matrices)."""
+    R = [[["0.2" if i == n else "0" for n in range(M)] for i in range(K)],
+         [["0.1" if i == n else ("-0.05" if i + n == 1 else "0") for n in range(M)]
+          for i in range(K)]]
+    Q = [[["0.3" if i == j else "0.05" for j in range(K)] for i in range(K)],
+         [["0.25" if i == j else "-0.02" for j in range(K)] for i in range(K)]]
+    T = [[["1" if n == m else "0" for m in range(M)] for n in range(M)],
+         [["1" if n == m else "0.1" for m in range(M)] for n in range(M)]]
+    return R, Q, T
+
+
+def _doc(student, teacher, K, M, subset, *, basis=None, alphas=ALPHAS, **extra):
+    R, Q, T = _init(K, M)
+    tr = {"eta": _eta(student), "init": "explicit", "noise": NOISE_V if subset & NOISE else "0",
+          "weight_decay": KAPPA if subset & DECAY else "0", "batch_size": B if subset & BATCH else 1}
+    doc = {"model": {"student_activation": student, "teacher_activation": teacher, "K": K, "M": M},
+           "data": {"eigenvalues": [float(x) for x in LAM]},
+           "training": tr,
+           "init": {"modes": {"R": R, "Q": Q, "T": T}},
+           "solve": {"alphas": alphas}}
+    if basis is not None:
+        doc["solve"]["basis"] = basis
+    for section, kv in extra.items():
+        doc[section] = {**doc[section], **kv}
+    return doc
+
+
+def _level1(K, M):
+    """The level-1 overlaps X^(1) = Σ_k λ_k X_k, exact."""
+    lam = [sp.Rational(x) for x in LAM]
+    R, Q, T = _init(K, M)
+
+    def lvl(X):
+        n, m = len(X[0]), len(X[0][0])
+        return sp.Matrix(n, m, lambda a, b: sum(lam[k] * sp.Rational(X[k][a][b])
+                                                for k in range(len(lam))))
+    return lvl(R), lvl(Q), lvl(T)
+
+
+def _eps_closed(student, teacher, K, M, s=1):
+    """ε_g = ½ <(ζ - σ)²> from derive/family's I2 at the initial overlaps with the student
+    scaled by s (R -> sR, Q -> s²Q); paper readouts v = sqrt(M)/K, u = 1/sqrt(M)."""
+    R, Q, T = _level1(K, M)
+    R, Q = s * R, s**2 * Q
+    v, u = sp.sqrt(M) / K, 1 / sp.sqrt(M)
+
+    def i2(g1, g2, a, b, c):
+        return I2(g1, g2, sp.Matrix([[a, b], [b, c]]))
+    tt = sum(u * u * i2(teacher, teacher, T[n, n], T[n, m], T[m, m])
+             for n in range(M) for m in range(M))
+    st = sum(v * u * i2(student, teacher, Q[i, i], R[i, n], T[n, n])
+             for i in range(K) for n in range(M))
+    ss = sum(v * v * i2(student, student, Q[i, i], Q[i, j], Q[j, j])
+             for i in range(K) for j in range(K))
+    return (tt - 2 * st + ss) / 2
+
+
+@pytest.fixture(scope="session")
+def matrix_cache(tmp_path_factory):
+    """One generated-module cache for this module, shared by the xdist workers (each
+    (pair, K, M) is one test, so no system is generated twice)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    path = base / "variant-matrix-cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def cache(matrix_cache, monkeypatch):
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(matrix_cache))
+    return matrix_cache
+
+
+def _mp(x):
+    return mpmath.mpf(x)
+
+
+def _run(student, teacher, K, M, subset, **kw):
+    r = solve(_doc(student, teacher, K, M, subset, **kw))
+    eps = [_mp(e) for e in r.eps_g]
+    tag = (student, teacher, K, M, subset)
+    assert all(mpmath.isfinite(e) and e > 0 for e in eps), (tag, eps)
+    meta = r.meta
+    assert meta["digits"] == DIGITS, tag
+    # the verified digits it claims: the two runs of the policy agree to at least 12
+    assert meta["agreement_digits"] >= DIGITS, (tag, meta["agreement_digits"], meta["route"])
+    return eps
+
+
+def _check_eps0(student, teacher, K, M, eps0):
+    with mpmath.workdps(30):
+        ref = _mp(sp.N(_eps_closed(student, teacher, K, M), 30))
+        # 12 verified digits: two units of the 12th
+        assert abs(eps0 - ref) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(ref), (student, teacher,
+                                                                             K, M, eps0, ref)
+
+
+def _check_decay(student, teacher, K, M, on, off):
+    """ε with decay minus without, at α = A_SMALL, against -ηκα d/ds ε(sJ) at s = 1."""
+    s = sp.Symbol("s", positive=True)
+    with mpmath.workdps(30):
+        D = _mp(sp.N(sp.diff(_eps_closed(student, teacher, K, M, s), s).subs(s, 1), 30))
+        want = -_mp(_eta(student)) * _mp(KAPPA) * A_SMALL * D
+        got = on[1] - off[1]
+        # the O(α) relative correction: α = 1e-3 times rates of order <= 10 per unit α
+        # (observed: <= 2e-3 over the matrix), so 1%; plus the 12 digits of two ε of
+        # size <= ~20 (4e-11)
+        tol = mpmath.mpf("0.01") * abs(want) + mpmath.mpf("1e-10")
+        assert abs(got - want) <= tol, (student, teacher, K, M, got, want)
+
+
+def _subsets(p, q):
+    rot = {ROTATING[(p + 2 * q) % 6], ROTATING[(p + 2 * q + 1) % 6]}
+    return sorted({7, 5} | rot | ({6} if PAIRS[p][0] == "linear" else set()))
+
+
+def _check_combination(student, teacher, K, M, subsets):
+    runs = {sub: _run(student, teacher, K, M, sub) for sub in subsets}
+    for sub, eps in runs.items():
+        _check_eps0(student, teacher, K, M, eps[0])
+    if 7 in runs and 5 in runs:
+        _check_decay(student, teacher, K, M, runs[7], runs[5])
+    if student == "linear":
+        for a, b in ((7, 6), (1, 0), (3, 2), (5, 4)):
+            if a in runs and b in runs:
+                # strictly larger at every α > 0 (module docstring); the difference at α = 1e-3
+                # is ~η²/B noise α ~ 5e-7 of ε, far above the 12 digits
+                assert all(x > y for x, y in zip(runs[a][1:], runs[b][1:])), (student, teacher,
+                                                                              K, M, a, b)
+    return runs
+
+
+_ID = {"x**2": "x2", "x**3 - 3*x": "x3m3x"}
+
+
+def _id(p, q):
+    (s, t), (K, M) = PAIRS[p], KMS[q]
+    return f"{_ID.get(s, s)}-{_ID.get(t, t)}-K{K}M{M}"
+
+
+def _covering():
+    return [(p, q) for p in range(len(PAIRS)) for q in range(len(KMS))]
+
+
+def test_covering_design_meets_every_subset():
+    for p in range(len(PAIRS)):
+        seen = set().union(*[_subsets(p, q) for q in range(len(KMS))])
+        assert seen == set(range(8)), (PAIRS[p], seen)
+
+
+@pytest.mark.parametrize("p, q", _covering(),
+                         ids=[_id(p, q) for p, q in _covering()])
+def test_variant_matrix(cache, p, q):
+    student, teacher = PAIRS[p]
+    K, M = KMS[q]
+    runs = _check_combination(student, teacher, K, M, _subsets(p, q))
+    if (K, M) == (1, 1):
+        # the second basis on the all-on run: each claims 12 verified digits
+        modes = _run(student, teacher, K, M, 7, basis="modes")
+        for a, b in zip(runs[7], modes):
+            assert abs(a - b) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(a), (student, teacher, a, b)
+
+
+# -- found by the matrix ---------------------------------------------------------------------
+# An erf student with K = M = 3 (teacher erf or relu) from the explicit init of _init(3, 3)
+# (realisable: every mode's Gram block has smallest eigenvalue >= 0.2): the Taylor route of
+# both bases stops with "a series coefficient became non-finite" at every dps (60 ... 693), even
+# over α <= 0.001, so the default solve refuses (PrecisionLost) at any precision.  The float64
+# modes route (Rodas/RK, no jets) integrates it, and the random init at K = M = 3 solves: the
+# jets, not the model, break.  Reproduced: erf/erf 3x3 and 4x4, erf/relu 3x3 (relu/erf,
+# relu/relu 3x3 pass).  Exact zeros trigger it: with the zero entries of R set to 0.01, or a
+# nonzero off-diagonal T in mode 1, erf/erf 3x3 solves.  The same failure hits the paper's own
+# model, erf K = M = 2 with init = "expected" (R = 0) at L = 2 and 4, both bases (K = M = 1,
+# K = 2 M = 1, K = M = 3, 4 and relu / linear K = M = 2 solve from that init).
+KNOWN_BROKEN = {("erf", "erf", 3, 3), ("erf", "erf", 4, 4), ("erf", "relu", 3, 3)}
+_BROKEN_REASON = ("Taylor jets give a non-finite series coefficient for an erf student at "
+                  "K = M >= 3 from this explicit init (both bases, any dps)")
+
+
+def _full_params():
+    out = []
+    for (student, teacher), K, M in product(PAIRS, range(1, 5), range(1, 5)):
+        marks = ([pytest.mark.xfail(strict=True, raises=PrecisionLost, reason=_BROKEN_REASON)]
+                 if (student, teacher, K, M) in KNOWN_BROKEN else [])
+        out.append(pytest.param(student, teacher, K, M, marks=marks,
+                                id=f"{_ID.get(student, student)}-{_ID.get(teacher, teacher)}"
+                                   f"-K{K}M{M}"))
+    return out
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("student, teacher, K, M", _full_params())
+def test_variant_matrix_full(cache, student, teacher, K, M):
+    _check_combination(student, teacher, K, M, list(range(8)))
+
+
+# -- refused until the ODEs implement them ----------------------------------------------------
+# The coordinator flips these into solve tests when the trained readout and schedules land.
+
+@pytest.mark.parametrize("student, teacher", [("erf", "erf"), ("relu", "x**2")])
+@pytest.mark.parametrize("extra, key", [
+    ({"model": {"readout": "trained"}, "training": {"eta_readout": "0.1"}}, "readout"),
+    ({"training": {"schedule": {"kind": "power", "alpha0": 1, "p": 1}}}, "schedule"),
+    ({"training": {"schedule": {"kind": "steps", "alphas": [0.2], "etas": ["0.05"]}}},
+     "schedule")])
+def test_trained_readout_and_schedules_are_refused(cache, student, teacher, extra, key):
+    for subset in (0, 7):
+        with pytest.raises(SpecError, match=key) as exc:
+            solve(_doc(student, teacher, 1, 1, subset, **extra))
+        assert "\n" not in str(exc.value)
+
+
+@pytest.mark.xfail(strict=True, raises=PrecisionLost, reason=_BROKEN_REASON)
+def test_erf_student_K3_M3_explicit_init_solves_on_the_default_path(cache):
+    doc = _doc("erf", "erf", 3, 3, 0, alphas=[0, A_SMALL])
+    got = [_mp(e) for e in solve(doc).eps_g]
+    # the float64 modes route (no Taylor jets), 8 digits asked, against the default 12
+    ref_doc = _doc("erf", "erf", 3, 3, 0, alphas=[0, A_SMALL])
+    ref_doc["solve"].update(basis="modes", dps="float64", digits=8)
+    ref = [_mp(e) for e in solve(ref_doc).eps_g]
+    for a, b in zip(got, ref):
+        assert abs(a - b) <= 2 * mpmath.mpf(10) ** -8 * abs(b)
+
+
+@pytest.mark.xfail(strict=True, raises=PrecisionLost, reason=_BROKEN_REASON.replace(
+    "K = M >= 3 from this explicit init", "K = M = 2 from init = \"expected\" (R = 0)"))
+def test_erf_K2_M2_expected_init_solves_on_the_default_path(cache):
+    doc = {"model": {"K": 2, "M": 2}, "data": {"L": 2, "beta": 1.0, "N": 128},
+           "training": {"eta": "0.1", "init": "expected", "sigma_J": "0.3"},
+           "solve": {"alphas": [0, A_SMALL]}}
+    got = [_mp(e) for e in solve(doc).eps_g]
+    ref = [_mp(e) for e in solve({**doc, "solve": {"alphas": [0, A_SMALL], "basis": "modes",
+                                                   "dps": "float64", "digits": 8}}).eps_g]
+    # float64 modes route (no Taylor jets), 8 digits asked
+    for a, b in zip(got, ref):
+        assert abs(a - b) <= 2 * mpmath.mpf(10) ** -8 * abs(b)
