@@ -13,7 +13,11 @@ with a random O(1/sqrt(N)) component along the teacher difference, independent o
 ODE's eta^2 term grows Q by the same amount but isotropically, with no such component.  So
 (measured) R11 + R22 - R12 - R21, times sqrt(N), is 1 to 4 in SGD at alpha = 1 and 0.05 to 0.6
 in the ODE, and SGD's escape does not move when sigma_J drops from 0.01 to 0.001 while the
-ODE's moves from alpha ~ 24 to ~ 36 (N = 4096).
+ODE's moves from alpha ~ 24 to ~ 36 (N = 4096).  An erf student does not show it: at tiny
+weights g'(x_i) ~ g'(0) for both students, so every sample moves them alike and the noise
+cancels in the difference (R11 + R22 - R12 - R21 times sqrt(N) at alpha = 1: -0.006 in SGD,
+-0.009 in the ODE); a ReLU sample with theta(x_1) != theta(x_2), half of them while the tiny
+students point in independent directions, moves one student only.
 
 The check: restarted at alpha = 1 from the simulator's state (mode overlaps of its weights), the
 ODE follows a continuation of that SGD run (fresh samples) to the finite-size scale, while the
