@@ -61,13 +61,22 @@ class _PowMixin:
             arg = (f"{self._convert}({self._print(base)})" if base.is_Integer and self._convert
                    else self._print(base))
             root = f"{self._sqrt}({arg})"
-            power = root if abs(exp.p) == 1 else f"{root}**{abs(exp.p)}"
+            power = root if abs(exp.p) == 1 else self._integer_power(root, abs(exp.p))
         elif exp.is_Integer:
             power = self.parenthesize(base, prec)
-            power = power if abs(exp) == 1 else f"{power}**{abs(exp)}"
+            power = power if abs(exp) == 1 else self._integer_power(power, abs(exp))
         else:
             raise TypeError(f"unsupported power {expr}")
         return power if exp > 0 else f"(1/{power})"
+
+    def _integer_power(self, base: str, n: int) -> str:
+        # Products, not **: python-flint's arb ** n is NaN for a ball that contains 0 (an
+        # overlap that is 0 up to rounding), where x*x is the right small ball.
+        if not self._powers_as_products:
+            return f"{base}**{n}"
+        return "(" + "*".join([base] * n) + ")"
+
+    _powers_as_products = True
 
 
 def _refuse(self, expr):
@@ -114,6 +123,7 @@ class ContextPrinter(_PowMixin, PythonCodePrinter):
 
 class FloatPrinter(_PowMixin, NumPyPrinter):
     _sqrt = "numpy.sqrt"
+    _powers_as_products = False
     _convert = None
 
     def _print_Float(self, expr):

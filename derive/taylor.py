@@ -168,13 +168,14 @@ def _order0(kind_data, w):
     if kind == "mul":
         return f"{w(kind_data[1])}[0]*{w(kind_data[2])}[0]"
     if kind == "sqr":
-        return f"{w(kind_data[1])}[0]**2"
+        # a product, not **2: flint's arb ** 2 is NaN for a ball that contains 0
+        return f"{w(kind_data[1])}[0]*{w(kind_data[1])}[0]"
     if kind == "inv":
         return f"1/{w(kind_data[1])}[0]"
     if kind == "pow":
         _, u, p, q = kind_data
         base = f"{w(u)}[0]" if q == 1 else f"ctx.sqrt({w(u)}[0])"
-        power = base if abs(p) == 1 else f"{base}**{abs(p)}"
+        power = base if abs(p) == 1 else "(" + "*".join([base] * abs(p)) + ")"
         return power if p > 0 else f"1/{power}"
     if kind == "asin":
         return f"ctx.asin({w(kind_data[1])}[0])"

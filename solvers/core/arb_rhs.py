@@ -125,7 +125,7 @@ class ArbMatRHS:
         with self.ctx.workdps(self.coef_dps):
             v1 = [+x for x in v1]
             co = self._with_noise(v1, self.mod.coefficients(v1, self.t1, self.eta, self.ctx))
-            return [x.mid() for x in co]
+            return [x.mid() if hasattr(x, "mid") else x for x in co]   # a constant can be an int
 
     def _with_noise(self, v1, co):
         """a, f and (with label noise) the noise coefficients fn, in the jets' output order."""

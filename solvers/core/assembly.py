@@ -56,6 +56,10 @@ class System:
         """ε_g of the level-1 state and teacher (vectorises over arrays in float64)."""
         return self.module.eps_g(v1, t1, self.ctx if ctx is None else ctx)
 
+    def noise_coefficients(self, v1, t1, ctx=None):
+        """fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX order): the label-noise term."""
+        return self.module.noise_coefficients(v1, t1, self.ctx if ctx is None else ctx)
+
     def _noise(self, v1, t1, ctx):
         """(fn, d fn / d v1) of the label-noise term (FN_INDEX, DFN_INDEX order)."""
         out = self.module.noise_coefficients(v1, t1, self.ctx if ctx is None else ctx)

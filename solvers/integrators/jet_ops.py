@@ -33,7 +33,8 @@ def sqr(u, k):
     # half the products of mul(u, u, k): the convolution is symmetric
     h = (k + 1)//2
     s = 2*sum(map(_m, u[:h], u[k:k - h:-1]))
-    return s + u[k//2]**2 if k % 2 == 0 else s
+    # u*u, not u**2: python-flint's arb ** 2 is NaN for a ball that contains 0
+    return s + u[k//2]*u[k//2] if k % 2 == 0 else s
 
 
 def inv(u, w, k):
