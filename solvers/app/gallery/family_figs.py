@@ -1,5 +1,6 @@
 """Figures of the committee-machine family (student / teacher activations, label noise):
-F1 (ReLU against erf on one power-law spectrum) and F2 (label noise: the floor under the power law).
+F1 (ReLU against erf on one power-law spectrum), F2 (label noise: the floor under the power law) and
+F4 (a decaying learning-rate schedule η(α) = η (1 + α/α₀)^(−p) against constant η).
 
 Every curve is ``solvers.compare`` of one spec: the simulator's runs, and the ODEs solved once per
 seed for that seed's own teacher and initial student (the float64 mode basis), at the α the
@@ -7,8 +8,7 @@ simulator recorded.  The theory lines are the seed mean of those ODE curves, the
 mean of the simulations; the checks use compare's own measure (rms relative deviation, pooled over
 seeds and α, against 3/√N).
 
-Not here: a trained readout and learning-rate schedules (the ODEs refuse them; a simulation alone
-is no theory figure).
+Not here: a trained readout (the ODEs refuse it; a simulation alone is no theory figure).
 """
 from __future__ import annotations
 
@@ -20,14 +20,17 @@ from .base import Figure, check, slope
 from .style import ALPHA, EPS, panels, save, style
 
 
-def _spec(p, act, noise=0.0):
-    return {"model": {"student_activation": act, "teacher_activation": act, "K": p["K"], "M": p["K"]},
+def _spec(p, act, noise=0.0, schedule=None):
+    spec = {"model": {"student_activation": act, "teacher_activation": act, "K": p["K"], "M": p["K"]},
             "data": {"L": p["L"], "beta": p["beta"], "N": p["N"]},
             "training": {"eta": p["eta"], "sigma_J": p["sigma_J"], "seed": p["seeds"][0], "init": "random",
                          "noise": noise},
             "solve": {"alpha_min": p["alpha_min"], "alpha_max": p["alpha_max"], "n_points": p["n_alpha"],
                       "basis": "modes", "dps": "float64", "digits": p["digits"]},
             "simulate": {"seeds": list(p["seeds"]), "n_jobs": 1}}
+    if schedule is not None:
+        spec["training"]["schedule"] = schedule
+    return spec
 
 
 def _compare(spec):
@@ -217,4 +220,74 @@ FIGF2 = Figure("F2", "Committee-machine family: label noise puts a floor under t
                       "and learning-rate schedules have no figure: the ODEs do not carry them yet, and a "
                       "simulation alone is no theory figure.")
 
-FIGURES = [FIGF1, FIGF2]
+
+# ---- F4: learning-rate schedule ------------------------------------------------------------------
+
+def _sched_key(q):
+    return "constant" if q == 0 else f"p{q:g}"
+
+
+def _sched_label(q, a0):
+    return "constant η" if q == 0 else f"η (1 + α/{a0:g})^−{q:g}"
+
+
+def f4_compute(p, piece):
+    noise = p.get("noise", 0.0)
+    out = {}
+    for q in p["ps"]:
+        sched = None if q == 0 else {"kind": "power", "alpha0": p["alpha0"], "p": q}
+        out[_sched_key(q)] = piece(_sched_key(q), p | {"p": q},
+                                   lambda sched=sched: _compare(_spec(p, "erf", noise, sched)))
+    return out
+
+
+def f4_plot(d, p, out, small):
+    with style() as plt:
+        fig, (ax,) = panels(plt, 1, width=5.6)
+        for j, q in enumerate(p["ps"]):
+            _draw(ax, d[_sched_key(q)], f"C{j}", _sched_label(q, p["alpha0"]))
+        ax.set(xlabel=ALPHA, ylabel=EPS,
+               title=f"erf, K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, "
+                     f"noise {p.get('noise', 0.0):g}, N = {p['N']}")
+        ax.legend()
+        return [save(fig, out / "figF4.png", small=small)]
+
+
+def f4_checks(d, p):
+    out = []
+    const = np.mean(np.asarray(d["constant"]["theory_runs"]), axis=0) if 0 in p["ps"] else None
+    for q in p["ps"]:
+        r = d[_sched_key(q)]
+        out.append(_dev_check(_sched_label(q, p["alpha0"]), r, p["N"]))
+    for q in p["ps"]:
+        if q == 0 or const is None:
+            continue
+        r = d[_sched_key(q)]
+        th = np.mean(np.asarray(r["theory_runs"]), axis=0)
+        sim = np.mean(np.asarray(r["sim_runs"]), axis=0)
+        sim_c = np.mean(np.asarray(d["constant"]["sim_runs"]), axis=0)
+        out.append(check(f"p = {q:g}: late ε_g, schedule / constant η at α_max: ODE | SGD",
+                         [float(th[-1] / const[-1]), float(sim[-1] / sim_c[-1])],
+                         note="reported: < 1 when the decaying η has pulled below the constant-η noise "
+                              "term"))
+        a = np.asarray(r["alpha"])
+        out.append(check(f"p = {q:g}: ODE local exponent over the last decade of α | constant η",
+                         [-slope(a, th, a[-1] / 10, a[-1]), -slope(a, const, a[-1] / 10, a[-1])],
+                         note="reported"))
+    return out
+
+
+FIGF4 = Figure("F4", "Committee-machine family: a decaying learning-rate schedule against constant η",
+               "ε_g of an erf committee machine trained with constant η and with the power schedule "
+               "η(α) = η (1 + α/α₀)^(−p), p ∈ {0.5, 1}: the ODEs of each seed's realisation (lines, integrated "
+               "with the α-dependent η) against online SGD under the same schedule (markers), log-log.",
+               full={"ps": [0, 0.5, 1], "alpha0": 10.0, "K": 2, "L": 8, "beta": 1.0, "N": 1024, "eta": 0.5,
+                     "noise": 0.01, "sigma_J": 0.01, "seeds": [0, 1], "alpha_min": 0.1, "alpha_max": 2000.0,
+                     "n_alpha": 30, "digits": 6},
+               small={"ps": [0, 1], "alpha0": 10.0, "K": 1, "L": 2, "beta": 1.0, "N": 128, "eta": 0.5,
+                      "noise": 0.01, "sigma_J": 0.1, "seeds": [0], "alpha_min": 1.0, "alpha_max": 300.0,
+                      "n_alpha": 8, "digits": 6},
+               compute=f4_compute, plot=f4_plot, checks=f4_checks, overlay=True,
+               errata="Not in the paper: the family's learning-rate schedule option ([training] schedule).")
+
+FIGURES = [FIGF1, FIGF2, FIGF4]
