@@ -283,6 +283,14 @@ def f4_checks(d, p):
                          [float(th[-1] / const[-1]), float(sim[-1] / sim_c[-1])],
                          note="reported: < 1 when the decaying η has pulled below the constant-η noise "
                               "term"))
+        if p.get("noise", 0.0) > 0:
+            eta_end = p["eta"] * (1 + p["alpha_max"] / p["alpha0"]) ** -q
+            frozen = floor_estimate(p | {"eta": eta_end}, r["Q_end"]) * p["noise"]
+            out.append(check(f"p = {q:g}: ODE ε_g at α_max / the floor of a constant η = η(α_max)",
+                             float(th[-1] / frozen),
+                             note=f"reported: η(α_max) = {eta_end:.3g}; > 1 by the clean part of ε_g still "
+                                  "decaying and by the lag of the noise part behind the falling η; meaningless for a run "
+                                  "not yet near the teacher (still on the plateau)"))
         a = np.asarray(r["alpha"])
         out.append(check(f"p = {q:g}: ODE local exponent over the last decade of α | constant η",
                          [-slope(a, th, a[-1] / 10, a[-1]), -slope(a, const, a[-1] / 10, a[-1])],
