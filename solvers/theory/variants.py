@@ -1,0 +1,396 @@
+"""The plateau and the asymptotic state of every variant of the family: which exist, and the
+numeric route that finds them (:mod:`solvers.theory.fixed_points`).
+
+Plateau (the symmetric, unspecialised fixed point).  Identical students stay identical when the
+student readouts are uniform: the update of J_i is η v_i Δ g_s'(x_i) ξ/√N, the same for equal
+J_i and equal v_i, whatever the teacher (activation, readouts, label noise), the weight decay
+and the batch size; in the order parameters, the right-hand side commutes with permutations of
+the students, and the states they fix (R_in = r_n, Q_ij = q) form an invariant subspace.  On
+it the dynamics is that of one averaged student; its attracting fixed point is the plateau of
+the full system when the full Jacobian has an unstable direction there (the escape).  So:
+
+* mixed pairs (student ≠ teacher activation), any K, M, any teacher readouts, noise, weight
+  decay, batch size: the plateau exists (it is found, not assumed: Newton from the ODE state
+  on the subspace, the full right-hand side checked to vanish there);
+* non-uniform student readouts: refused (students with different v_i move apart at once, the
+  subspace is not invariant);
+* K = 1: refused (every state has all students equal: that fixed point is where the student
+  converges, not a plateau);
+* a linear student: refused (the output depends on Σ_i v_i J_i only, the loss is a convex
+  quadratic in it, and the equal-students point is a minimum: no saddle, no plateau);
+* a trained readout or a learning-rate schedule: refused (v moves, resp. no fixed point of a
+  non-autonomous ODE).
+
+A fixed point that comes out stable (largest real eigenvalue <= 0) is reported with a note: the
+students never leave it.
+
+Asymptotic state.  Perfect learning R = Q = T (students relabelled as they specialised) is a
+fixed point when the student can copy the teacher unit by unit: same activation, K = M and
+v_i = u_{π(i)} for the matching π, no weight decay, no label noise at order 2.  Label noise
+(order 2) or weight decay move it; then, and whenever perfect learning is not available, the
+asymptotic state is the stable fixed point next to the ODE's late state, found by Newton from
+it.  Refused with the reason: ReLU at exact perfect learning (the fields x_i = y_i have a
+singular covariance where the ReLU integrals' derivatives diverge), a singular Jacobian (a
+continuum of minima, e.g. linear students with K >= 2, where only Σ v_i J_i is determined), an
+unstable fixed point (the ODE state at alpha0 is still near a plateau).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from solvers.core.numbers import Float64Context, MpmathContext, exact_fraction
+from solvers.core.problem import Problem, explicit_init, unpack_state
+from solvers.core.registry import load
+from solvers.theory.fixed_points import (NoFixedPoint, Setup, equal_students, full_state,
+                                         eigenvalues, newton, verified)
+
+
+class Refused(ValueError):
+    """The variant has no such fixed point (the message is the one-line reason)."""
+
+
+def _readout_numbers(key):
+    vals = [sp.sympify(t) for t in key.readouts]
+    return vals[:key.K], vals[key.K:]
+
+
+def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
+    """None when the variant has a symmetric plateau to look for, else the reason (one line)."""
+    if trained:
+        return ('[model] readout = "trained": the readouts move too; the linearisations are '
+                'for fixed readouts')
+    if schedule is not None:
+        return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
+                "has no fixed point")
+    if key.K < 2:
+        return ("K = 1: every state has all students equal, so the equal-students fixed point "
+                "is where the student converges, not a plateau")
+    if key.student == "linear":
+        return ("student activation 'linear': the output depends on sum_i v_i J_i only, the "
+                "loss is a convex quadratic in it and the equal-students point is its minimum "
+                "(no saddle, no plateau)")
+    v, _ = _readout_numbers(key)
+    if any(sp.simplify(x - v[0]) != 0 for x in v):
+        return (f"student readouts {[str(x) for x in v]} are not uniform: students with "
+                f"different v_i move apart, the all-students-equal subspace is not invariant "
+                f"and there is no symmetric plateau")
+    return None
+
+
+def asymptotic_refusal(key, *, trained=False, schedule=None) -> str | None:
+    """None when the asymptotic linearisation may be looked for, else the reason."""
+    if trained:
+        return ('[model] readout = "trained": the readouts move too; the linearisations are '
+                'for fixed readouts')
+    if schedule is not None:
+        return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
+                "has no fixed point")
+    return None
+
+
+def perfect_learning_available(key, perm) -> str | None:
+    """None when R = Q = T (students relabelled by ``perm``) can be a fixed point, else why not."""
+    if not key.same_activation:
+        return (f"student activation {key.student!r} != teacher {key.teacher_activation!r}: "
+                f"no unit-by-unit copy of the teacher")
+    if key.K != key.M:
+        return f"K = {key.K} != M = {key.M}: no unit-by-unit copy of the teacher"
+    if perm is None:
+        return "the state has not specialised (no one-to-one student-teacher match)"
+    v, u = _readout_numbers(key)
+    inv = np.argsort(perm)                     # student i follows teacher inv[i]
+    if any(sp.simplify(v[i] - u[int(inv[i])]) != 0 for i in range(key.K)):
+        return ("the student readouts are not those of the teachers the students follow "
+                "(v_i != u_pi(i))")
+    return None
+
+
+# -- teachers and states as exact numbers ------------------------------------------------------
+
+def symmetric_teacher_modes(M, teacher):
+    """(L, N_TEACHER) exact packed teacher modes of a :class:`SymmetricTeacher` (T_k on the
+    diagonal, D_k/(M-1) off it; M = 1 has no off-diagonal entries)."""
+    iu = np.triu_indices(M)
+    rows = []
+    for t, d in zip(teacher.T, teacher.D):
+        m = np.full((M, M), Fraction(d) / (M - 1) if M > 1 else Fraction(0), dtype=object)
+        np.fill_diagonal(m, Fraction(t))
+        rows.append(m[iu])
+    return np.array(rows, dtype=object)
+
+
+def _teacher_matrices(T_packed, M):
+    iu = np.triu_indices(M)
+    out = np.empty((len(T_packed), M, M), dtype=object)
+    for k, row in enumerate(T_packed):
+        for p, (i, j) in enumerate(zip(*iu)):
+            out[k, i, j] = out[k, j, i] = Fraction(row[p])
+    return out
+
+
+def _mpf_rows(y):
+    return [[mpmath.mpf(float(v)) if not isinstance(v, mpmath.mpf) else v for v in row]
+            for row in y]
+
+
+# -- plateau -----------------------------------------------------------------------------------
+
+def _equal_students_init(problem, T_packed):
+    """The problem's initial condition with every student replaced by their mean (R mean over i,
+    Q mean over all i, j: the Gram matrix of the mean student) and the given teacher modes."""
+    K, M = problem.key.K, problem.key.M
+    num = problem.numeric(Float64Context())
+    R, Q = unpack_state(np.asarray(num.y_modes, dtype=float), K, M)
+    L = problem.L
+    Rm = R.mean(axis=1)                                        # (L, M)
+    Qm = Q.reshape(L, -1).mean(axis=1)                         # (L,)
+    Rn = np.array([[[Fraction(float(Rm[k, n])) for n in range(M)] for _ in range(K)]
+                   for k in range(L)], dtype=object)
+    Qn = np.array([[[Fraction(float(Qm[k]))] * K for _ in range(K)] for k in range(L)],
+                  dtype=object)
+    return explicit_init("modes", Rn, Qn, _teacher_matrices(T_packed, M))
+
+
+def ode_starts(problem, T_packed, n_best: int = 3):
+    """Float64 reduced starting points for the equal-students Newton: the ODE from the
+    problem's initial condition made symmetric (:func:`_equal_students_init`), sampled at
+    α = 2^j/η (j = 0..10), projected on the subspace, best first by the right-hand side there
+    (a state that has left the subspace by round-off projects badly and comes last)."""
+    from solvers.hierarchy.odes import integrate_problem
+    p = problem
+    sym = Problem(p.key, p.spectrum, p.eta, p.order, _equal_students_init(p, T_packed),
+                  noise=p.noise, weight_decay=p.weight_decay, batch_size=p.batch_size)
+    eta = float(p.eta)
+    alphas = [0.0] + [2.0 ** j / eta for j in range(11)]
+    traj = integrate_problem(sym, alphas, basis="modes", arithmetic="float64", rtol=1e-10)
+    fsys = load(p.key, "numpy")
+    fctx = Float64Context()
+    num = sym.numeric(fctx)
+    scored = []
+    for y in traj.states[1:]:
+        y = np.asarray(y, dtype=float)
+        L, n = y.shape
+        emb = equal_students(p.key.K, p.key.M, L, n)
+        x = emb.reduce(y)
+        yp = emb.state(x, 0.0).astype(float)
+        f = fsys.rhs_modes(yp, np.asarray(num.T_modes, float), np.asarray(num.lam, float),
+                           np.asarray(num.w, float), float(num.eta), float(num.e2), fctx,
+                           noise=float(num.noise), decay=float(num.decay))
+        score = float(np.max(np.abs(f))) / max(1e-300, float(np.max(np.abs(yp))))
+        if np.isfinite(score):
+            scored.append((score, x))
+    scored.sort(key=lambda t: t[0])
+    return [x for _, x in scored[:n_best]]
+
+
+def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=None) -> dict:
+    """The equal-students plateau of ``problem``'s system with the teacher modes ``T_packed``
+    (exact, packed), its ε_g and the spectrum of the full generated Jacobian there, verified by
+    reruns at higher precision (:func:`verified`) to ``digits`` digits.
+
+    Returns dict(y (L, N_STATE) mpf, eps, escape (largest real eigenvalue), eigenvalues,
+    residual, digits (verified, per quantity), dps)."""
+    key = problem.key
+    reason = plateau_refusal(key, schedule=problem.schedule)
+    if reason:
+        raise Refused(reason)
+    if starts is None:
+        starts = ode_starts(problem, T_packed)
+    memo = {}
+
+    def compute(d):
+        with MpmathContext(d) as ctx:
+            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
+                             noise=problem.noise, decay=problem.weight_decay,
+                             batch_size=problem.batch_size)
+            emb = equal_students(st.K, st.M, st.L, st.n)
+            tries = [memo["x"]] if "x" in memo else starts
+            err = None
+            for x0 in tries:
+                try:
+                    x, res = newton(st, emb, x0)
+                    break
+                except NoFixedPoint as e:
+                    err = e
+            else:
+                raise Refused(f"no equal-students fixed point found from the ODE's states "
+                              f"({err})")
+            memo["x"] = x
+            y = emb.state(x, ctx.convert(0))
+            scale = max(abs(v) for v in y.ravel())
+            if res > mpmath.mpf(10) ** (-(d - 10)) * max(1, scale):
+                raise Refused(f"the equal-students point is not a fixed point of the full "
+                              f"system (residual {mpmath.nstr(res, 3)}): the subspace is not "
+                              f"invariant")
+            ev = eigenvalues(st.jac(y), d)
+            radius = max(abs(z) for z in ev)
+            memo["out"] = dict(y=y, eps=st.eps_g(y), residual=res, eigenvalues=ev)
+            return {"fixed_point": (list(y.ravel()), scale),
+                    "eps": ([st.eps_g(y)], None),
+                    "escape": ([ev[0].real], None),
+                    "eigenvalues": (ev, radius, True)}
+
+    vals, got, used = verified(compute, digits, dps)
+    out = memo["out"]
+    return dict(y=out["y"], eps=vals["eps"][0][0], escape=vals["escape"][0][0],
+                eigenvalues=out["eigenvalues"], residual=out["residual"], digits=got, dps=used)
+
+
+# -- asymptotic --------------------------------------------------------------------------------
+
+def perfect_state_exact(T_packed, perm, K, M):
+    """(L, N_STATE) exact R_k[perm[n], m] = T_k[n, m], Q_k[perm[n], perm[m]] = T_k[n, m]."""
+    Tm = _teacher_matrices(T_packed, M)
+    inv = np.argsort(perm)
+    iu = np.triu_indices(K)
+    rows = []
+    for k in range(len(Tm)):
+        R = Tm[k][inv, :]
+        Q = Tm[k][np.ix_(inv, inv)]
+        rows.append(list(R.ravel()) + list(Q[iu]))
+    return np.array(rows, dtype=object)
+
+
+def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) -> dict:
+    """The asymptotic fixed point of ``problem`` (its own teacher) and the spectrum of the full
+    generated Jacobian there, verified by reruns to ``digits`` digits.
+
+    Perfect learning (:func:`perfect_learning_available`) is the start, and is exact without
+    weight decay and without label noise at order 2 (``exact`` in the result); otherwise Newton
+    from it, or from the ODE state ``y_ode`` (float (L, N_STATE)) when there is no perfect
+    learning.  Returns dict(y, eps (clean ε_g there: the noise floor), eigenvalues, residual,
+    exact, start, digits, dps)."""
+    key = problem.key
+    reason = asymptotic_refusal(key, schedule=problem.schedule)
+    if reason:
+        raise Refused(reason)
+    K, M = key.K, key.M
+    with MpmathContext(20) as ctx0:
+        num0 = problem.numeric(ctx0)
+        T_packed = np.array([[exact_fraction(v) for v in row] for row in num0.T_modes],
+                            dtype=object)
+    if problem.init.basis == "modes":
+        T_packed = np.array([list(np.asarray(Tk, dtype=object)[np.triu_indices(M)])
+                             for Tk in problem.init.T], dtype=object)
+    why_not = perfect_learning_available(key, perm)
+    moved = problem.weight_decay != 0 or (problem.noise != 0 and problem.order == 2)
+    exact = why_not is None and not moved
+    if why_not is None:
+        start = perfect_state_exact(T_packed, perm, K, M)
+        start_name = "perfect learning R = Q = T"
+    else:
+        start = np.array([[Fraction(float(v)) for v in row] for row in y_ode], dtype=object)
+        start_name = "the ODE state at alpha0"
+    memo = {}
+
+    def compute(d):
+        with MpmathContext(d) as ctx:
+            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
+                             noise=problem.noise, decay=problem.weight_decay,
+                             batch_size=problem.batch_size)
+            emb = full_state(st.L, st.n)
+            y0 = np.array([[ctx.convert(v) for v in row] for row in start], dtype=object)
+            try:
+                if exact:
+                    y = y0
+                    res = max(abs(v) for v in st.rhs(y).ravel())
+                    J = st.jac(y)
+                else:
+                    x0 = memo.get("x", emb.reduce(y0))
+                    x, res = newton(st, emb, x0)
+                    memo["x"] = x
+                    y = emb.state(x, ctx.convert(0))
+                    J = st.jac(y)
+            except ZeroDivisionError:
+                raise Refused(f"{key.description}: the right-hand side is singular at "
+                              f"{start_name} (the fields' covariance is singular there and "
+                              f"the {key.student} integrals' derivatives diverge): no "
+                              f"linearisation") from None
+            except NoFixedPoint as e:
+                raise Refused(f"no fixed point found from {start_name}: {e}") from None
+            scale = max(abs(v) for v in y.ravel())
+            if res > mpmath.mpf(10) ** (-(d - 10)) * max(1, scale):
+                raise Refused(f"{start_name} is not a fixed point (residual "
+                              f"{mpmath.nstr(res, 3)})")
+            ev = eigenvalues(J, d)
+            radius = max(abs(z) for z in ev)
+            small = min(abs(z) for z in ev)
+            if small <= mpmath.mpf(10) ** (-(d // 2)) * radius:
+                raise Refused("the Jacobian is singular at the fixed point (a continuum of "
+                              "fixed points, e.g. linear students with K >= 2 where only "
+                              "sum_i v_i J_i is determined): no isolated asymptotic state")
+            if ev[0].real > 0:
+                raise Refused(f"the fixed point near {start_name} is unstable (eigenvalue "
+                              f"{mpmath.nstr(ev[0].real, 6)} > 0): the state at alpha0 is "
+                              f"still near a plateau; choose a later [asymptotic] alpha0")
+            memo["out"] = dict(y=y, residual=res, eigenvalues=ev, J=J,
+                               T=st.T_modes, lam=st.lam)
+            return {"fixed_point": (list(y.ravel()), scale),
+                    "eps": ([st.eps_g(y)], None),
+                    "eigenvalues": (ev, radius, True)}
+
+    vals, got, used = verified(compute, digits, dps)
+    out = memo["out"]
+    return dict(y=out["y"], eps=vals["eps"][0][0], eigenvalues=out["eigenvalues"],
+                residual=out["residual"], exact=exact, start=start_name, J=out["J"],
+                T_modes=out["T"], lam=out["lam"], digits=got, dps=used)
+
+
+class NumericLinearisation:
+    """float64 first-order ε_g around a fixed point of :func:`asymptotic_numeric`:
+    ε* + ∇ε · expm(J (α - α0)) (y(α0) - y*) and the ε_g-visible decay rates (as
+    :class:`solvers.theory.asymptotic.FullLinearisation`, at a numeric fixed point)."""
+
+    def __init__(self, problem, fp: dict):
+        self.mod = load(problem.key, "numpy")
+        self.ctx = Float64Context()
+        f = lambda a: np.array([[float(v) for v in row] for row in a])  # noqa: E731
+        self.y_star = f(fp["y"])
+        self.J = f(fp["J"])
+        self.lam = np.array([float(v) for v in fp["lam"]])
+        self.t1 = self.lam @ f(fp["T_modes"])
+        self.eps_star = float(fp["eps"])
+        self.mu_precise = fp["eigenvalues"]
+        # ∇ε_g by the mode states through v1 = Σ_k λ_k y_k: central differences, step 1e-6
+        # (truncation ~ 1e-12, rounding ~ 1e-10 relative)
+        h = 1e-6
+        v1 = self.lam @ self.y_star
+        g1 = np.empty(v1.size)
+        for s in range(v1.size):
+            e = np.zeros(v1.size)
+            e[s] = h
+            g1[s] = (self.mod.eps_g(v1 + e, self.t1, self.ctx)
+                     - self.mod.eps_g(v1 - e, self.t1, self.ctx)) / (2 * h)
+        self.grad = np.outer(self.lam, g1).ravel()
+
+    def rates(self, rel=1e-6):
+        """Decay rates -Re μ (from the verified eigenvalues) of the eigen-directions with a
+        first-order ε_g weight (|∇ε·v| > rel |∇ε||v|, float64 eigenvectors), merged when
+        closer than 1e-8 relative."""
+        mu, V = np.linalg.eig(self.J)
+        norm = np.linalg.norm(self.grad)
+        if norm == 0:
+            return []
+        wt = np.abs(self.grad @ V) / (np.linalg.norm(V, axis=0) * norm)
+        precise = [complex(z) for z in self.mu_precise]
+        out = []
+        for m, x in zip(mu, wt):
+            if x > rel:
+                z = min(precise, key=lambda p: abs(p - m))
+                out.append(-z.real)
+        out.sort()
+        merged = []
+        for r in out:
+            if r > 0 and (not merged or abs(r - merged[-1]) > 1e-8 * abs(r)):
+                merged.append(r)
+        return merged
+
+    def eps_g(self, y_ref, alpha0, alphas):
+        from scipy.linalg import expm
+        x0 = (np.asarray(y_ref, dtype=float) - self.y_star).ravel()
+        return [self.eps_star + float(self.grad @ (expm(self.J * (float(a) - alpha0)) @ x0))
+                for a in alphas]
