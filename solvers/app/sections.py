@@ -49,6 +49,8 @@ PLATEAU_SCHEMA = {
 # [asymptotic]: `asymptotic`
 ASYMPTOTIC_SCHEMA = {
     "alpha0": (convert.float, None, check.ge(0)),         # the first point of the α grid
+    # working digits of the general (numeric) route's fixed point and eigenvalues
+    "dps": PLATEAU_SCHEMA["dps"],
 }
 
 # [sweep]: `sweep` (the axes table [sweep.axes] is checked by solvers.app.sweep)

@@ -255,5 +255,6 @@ def verified(compute, digits: int, dps: int, max_dps: int = 400):
                     pairs = list(zip(prev, vals))
                 got[name] = min((agreement(x, y, scale) for x, y in pairs), default=math.inf)
         if all(g >= digits for g in got.values()):
-            return b, {k: min(dps, int(math.floor(v))) for k, v in got.items()}, dps2
+            return b, {k: dps if v == math.inf else min(dps, int(math.floor(v)))
+                       for k, v in got.items()}, dps2
         a, dps = b, dps2

@@ -16,6 +16,9 @@ the full system when the full Jacobian has an unstable direction there (the esca
   subspace is not invariant);
 * K = 1: refused (every state has all students equal: that fixed point is where the student
   converges, not a plateau);
+* a ReLU student: refused (equal students have coinciding fields, where the ReLU integrals'
+  derivatives diverge, ∂P(x_i > 0, x_j > 0)/∂ρ = 1/(2π sqrt(1-ρ²)); the generated coefficients
+  divide by zero there: no linearisation; a ReLU *teacher* with a smooth student is fine);
 * a linear student: refused (the output depends on Σ_i v_i J_i only, the loss is a convex
   quadratic in it, and the equal-students point is a minimum: no saddle, no plateau);
 * a trained readout or a learning-rate schedule: refused (v moves, resp. no fixed point of a
@@ -69,6 +72,11 @@ def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
     if key.K < 2:
         return ("K = 1: every state has all students equal, so the equal-students fixed point "
                 "is where the student converges, not a plateau")
+    if key.student == "relu":
+        return ("student activation 'relu': on the equal-students subspace two students' "
+                "fields coincide, where the ReLU integrals of g'(x_i) g'(x_j) have derivatives "
+                "~ 1/sqrt(1 - rho^2) that diverge (the generated coefficients divide by zero "
+                "there): no linearisation")
     if key.student == "linear":
         return ("student activation 'linear': the output depends on sum_i v_i J_i only, the "
                 "loss is a convex quadratic in it and the equal-students point is its minimum "
@@ -81,14 +89,24 @@ def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
     return None
 
 
-def asymptotic_refusal(key, *, trained=False, schedule=None) -> str | None:
-    """None when the asymptotic linearisation may be looked for, else the reason."""
+def asymptotic_refusal(key, *, trained=False, schedule=None, moved=False) -> str | None:
+    """None when the asymptotic linearisation may be looked for, else the reason.  ``moved``:
+    weight decay, or label noise at order 2 (the fixed point leaves R = Q = T)."""
     if trained:
         return ('[model] readout = "trained": the readouts move too; the linearisations are '
                 'for fixed readouts')
     if schedule is not None:
         return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
                 "has no fixed point")
+    if key.student == "linear" and key.K >= 2:
+        return (f"linear students with K = {key.K} >= 2: the output depends on sum_i v_i J_i "
+                f"only, the minima form a continuum and the Jacobian is singular there (no "
+                f"isolated asymptotic state)")
+    if key.student == "relu" and key.same_activation and key.K == key.M and not moved:
+        return ("relu student and teacher: at perfect learning x_i = y_pi(i), a singular "
+                "covariance where the ReLU integrals' derivatives diverge (~ 1/sqrt(1 - rho^2)); "
+                "no linearisation (with label noise at order 2 or weight decay the fixed point "
+                "moves off it and is supported)")
     return None
 
 
@@ -166,7 +184,18 @@ def ode_starts(problem, T_packed, n_best: int = 3):
                   noise=p.noise, weight_decay=p.weight_decay, batch_size=p.batch_size)
     eta = float(p.eta)
     alphas = [0.0] + [2.0 ** j / eta for j in range(11)]
-    traj = integrate_problem(sym, alphas, basis="modes", arithmetic="float64", rtol=1e-10)
+    while True:
+        # a run that blows up late (e.g. the eta^2 term outgrowing the rest) still gives its
+        # earlier states: drop the last point until the run succeeds
+        try:
+            traj = integrate_problem(sym, alphas, basis="modes", arithmetic="float64",
+                                     rtol=1e-10)
+            break
+        except (ArithmeticError, ValueError, RuntimeError) as e:
+            if len(alphas) <= 2:
+                raise Refused(f"the ODE on the equal-students subspace fails from the start "
+                              f"({' '.join(str(e).split())})") from None
+            alphas = alphas[:-1]
     fsys = load(p.key, "numpy")
     fctx = Float64Context()
     num = sym.numeric(fctx)
@@ -192,8 +221,10 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
     (exact, packed), its ε_g and the spectrum of the full generated Jacobian there, verified by
     reruns at higher precision (:func:`verified`) to ``digits`` digits.
 
-    Returns dict(y (L, N_STATE) mpf, eps, escape (largest real eigenvalue), eigenvalues,
-    residual, digits (verified, per quantity), dps)."""
+    Returns dict(y (L, N_STATE) mpf, eps, escape (largest real eigenvalue; exactly 0 when
+    below the verified resolution), eigenvalues, radius (spectral radius), resolution,
+    residual, digits (verified, per quantity; eigenvalues and the escape rate relative to the
+    spectral radius), dps)."""
     key = problem.key
     reason = plateau_refusal(key, schedule=problem.schedule)
     if reason:
@@ -231,13 +262,23 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
             memo["out"] = dict(y=y, eps=st.eps_g(y), residual=res, eigenvalues=ev)
             return {"fixed_point": (list(y.ravel()), scale),
                     "eps": ([st.eps_g(y)], None),
-                    "escape": ([ev[0].real], None),
+                    # relative to the spectral radius: the escape rate may be ~0
+                    "escape": ([ev[0].real], radius),
                     "eigenvalues": (ev, radius, True)}
 
     vals, got, used = verified(compute, digits, dps)
     out = memo["out"]
-    return dict(y=out["y"], eps=vals["eps"][0][0], escape=vals["escape"][0][0],
-                eigenvalues=out["eigenvalues"], residual=out["residual"], digits=got, dps=used)
+    ev = out["eigenvalues"]
+    radius = max(abs(z) for z in ev)
+    escape = vals["escape"][0][0]
+    # below the verified resolution (digits relative to the spectral radius) the escape rate
+    # is zero: e.g. the zero modes of the rank-one next-level structure at order 1
+    resolution = radius * mpmath.mpf(10) ** (-got["escape"])
+    if abs(escape) <= resolution:
+        escape = mpmath.mpf(0)
+    return dict(y=out["y"], eps=vals["eps"][0][0], escape=escape, eigenvalues=ev,
+                radius=radius, resolution=resolution, residual=out["residual"], digits=got,
+                dps=used)
 
 
 # -- asymptotic --------------------------------------------------------------------------------
@@ -265,7 +306,8 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
     learning.  Returns dict(y, eps (clean ε_g there: the noise floor), eigenvalues, residual,
     exact, start, digits, dps)."""
     key = problem.key
-    reason = asymptotic_refusal(key, schedule=problem.schedule)
+    moved = problem.weight_decay != 0 or (problem.noise != 0 and problem.order == 2)
+    reason = asymptotic_refusal(key, schedule=problem.schedule, moved=moved)
     if reason:
         raise Refused(reason)
     K, M = key.K, key.M
@@ -277,9 +319,9 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
         T_packed = np.array([list(np.asarray(Tk, dtype=object)[np.triu_indices(M)])
                              for Tk in problem.init.T], dtype=object)
     why_not = perfect_learning_available(key, perm)
-    moved = problem.weight_decay != 0 or (problem.noise != 0 and problem.order == 2)
     exact = why_not is None and not moved
-    if why_not is None:
+    if why_not is None and (exact or _regular_at(problem, T_packed,
+                                                 perfect_state_exact(T_packed, perm, K, M))):
         start = perfect_state_exact(T_packed, perm, K, M)
         start_name = "perfect learning R = Q = T"
     else:
@@ -305,7 +347,9 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
                     memo["x"] = x
                     y = emb.state(x, ctx.convert(0))
                     J = st.jac(y)
-            except ZeroDivisionError:
+            except Refused:
+                raise
+            except (ZeroDivisionError, ValueError):     # ValueError: the orthant quadrature
                 raise Refused(f"{key.description}: the right-hand side is singular at "
                               f"{start_name} (the fields' covariance is singular there and "
                               f"the {key.student} integrals' derivatives diverge): no "
@@ -329,8 +373,9 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
                               f"still near a plateau; choose a later [asymptotic] alpha0")
             memo["out"] = dict(y=y, residual=res, eigenvalues=ev, J=J,
                                T=st.T_modes, lam=st.lam)
+            # at exact perfect learning ε_g = 0: its digits are absolute (ε_g is O(1))
             return {"fixed_point": (list(y.ravel()), scale),
-                    "eps": ([st.eps_g(y)], None),
+                    "eps": ([st.eps_g(y)], 1 if exact else None),
                     "eigenvalues": (ev, radius, True)}
 
     vals, got, used = verified(compute, digits, dps)
@@ -338,6 +383,20 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
     return dict(y=out["y"], eps=vals["eps"][0][0], eigenvalues=out["eigenvalues"],
                 residual=out["residual"], exact=exact, start=start_name, J=out["J"],
                 T_modes=out["T"], lam=out["lam"], digits=got, dps=used)
+
+
+def _regular_at(problem, T_packed, y) -> bool:
+    """Whether the generated right-hand side can be evaluated at the exact state y (ReLU
+    integrals are singular where two fields coincide)."""
+    with MpmathContext(20) as ctx:
+        st = Setup.build(problem.key, problem.spectrum, T_packed, problem.eta, problem.order,
+                         ctx, noise=problem.noise, decay=problem.weight_decay,
+                         batch_size=problem.batch_size)
+        try:
+            st.jac(np.array([[ctx.convert(v) for v in row] for row in y], dtype=object))
+        except (ZeroDivisionError, ValueError):
+            return False
+    return True
 
 
 class NumericLinearisation:

@@ -51,26 +51,34 @@ def _load(path, command="plateau"):
     return spec
 
 
-def _check_model(spec):
+def closed_form_route(spec) -> bool:
+    """Whether the erf closed forms apply: erf teacher = student, paper readouts, K = M >= 2,
+    no training option (noise, weight decay, batch size, schedule, trained readout)."""
     m = spec.model
-    if not spec.training.is_plain:
-        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis has no label noise, "
-                         f"weight decay or batch size: [training] noise, weight_decay, "
-                         f"batch_size must keep their defaults 0, 0, 1")
-    if not (m.is_plain and m.activation == "erf"):
-        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis is for activation = "
-                         f"'erf' (teacher = student, paper readouts), got "
-                         f"{m.system_key().description!r}")
+    return (m.is_plain and m.activation == "erf" and spec.training.is_plain
+            and not spec.training.family_options() and m.K == m.M and m.M >= 2)
+
+
+def _check_numeric(spec, command):
+    """The general route's refusals, one line each (solvers.theory.variants says why)."""
     from solvers.app.spec import refuse_training_options
-    try:
-        refuse_training_options(spec, "the plateau/asymptotic analysis")
-    except ValueError as e:
-        raise ValueError(f"{spec.path}: {e}") from None
-    if m.K != m.M:
-        raise ValueError(f"{spec.path}: the plateau/asymptotic analysis needs K = M, "
-                         f"got K = {m.K}, M = {m.M}")
-    if m.M < 2:
-        raise ValueError(f"{spec.path}: the plateau needs M >= 2, got M = {m.M}")
+    from solvers.theory.variants import asymptotic_refusal, plateau_refusal
+    m, tr = spec.model, spec.training
+    trained = m.readout != "fixed"
+    if not trained:
+        try:
+            refuse_training_options(spec, f"the {command} linearisation",
+                                    supported=("noise", "weight_decay", "batch_size"))
+        except ValueError as e:
+            raise ValueError(f"{spec.path}: {e}") from None
+    key = m.system_key() if not trained else None
+    if command == "plateau":
+        reason = plateau_refusal(key, trained=trained)
+    else:
+        moved = tr.weight_decay != 0 or (tr.noise != 0 and tr.order == 2)
+        reason = asymptotic_refusal(key, trained=trained, moved=moved)
+    if reason:
+        raise ValueError(f"{spec.path}: no {command} linearisation: {reason}")
 
 
 def teacher_matrices(problem, dps=30):
@@ -105,8 +113,9 @@ def plateau_result(spec) -> dict:
     from solvers.theory.plateau import (SymmetricTeacher, analytic_escape, escape_rate, plateau_fixed_point,
                           plateau_height, to_float)
     from solvers.app.solve import problem_of
-    _check_model(spec)
     sec = sections.read(spec, "plateau", sections.PLATEAU_SCHEMA)
+    if not closed_form_route(spec):
+        return plateau_numeric_result(spec, sec)
     dps = sec["dps"]
     problem = problem_of(spec)
     M = spec.model.M
@@ -134,6 +143,7 @@ def plateau_result(spec) -> dict:
         "escape_rate": escape_rate(fp),
         "tau_esc": 1.0 / lam_esc if lam_esc > 0 else None,
         "teacher": {"T": [float(t) for t in teacher.T], "D": [float(d) for d in teacher.D]},
+        "route": "closed form",
     }
     if out["tau_esc"] is None:
         del out["tau_esc"]
@@ -148,6 +158,85 @@ def plateau_result(spec) -> dict:
     return out
 
 
+def _digits_of(dps):
+    """The digits the general route verifies at ``[plateau] dps``: 10 guard digits, at least
+    the 15 a float64 JSON number shows."""
+    return max(15, dps - 10)
+
+
+def _nstr(x, digits):
+    import mpmath
+    return mpmath.nstr(x, digits, strip_zeros=False)
+
+
+def _abs_str(x, scale, digits):
+    """x to ``digits`` digits relative to ``scale`` (an eigenvalue against the spectral radius)."""
+    import mpmath
+    if x == 0:
+        return "0"
+    keep = digits - int(mpmath.floor(mpmath.log10(scale))) + int(mpmath.floor(
+        mpmath.log10(abs(x))))
+    return _nstr(x, max(1, keep))
+
+
+def plateau_numeric_result(spec, sec) -> dict:
+    """The general route (solvers.theory.variants.plateau_numeric) on the symmetrised teacher."""
+    import mpmath
+    from solvers.app.solve import problem_of
+    from solvers.theory.plateau import SymmetricTeacher
+    from solvers.theory.variants import Refused, plateau_numeric, symmetric_teacher_modes
+    from solvers.theory.fixed_points import NotVerified
+    from solvers.core.problem import unpack_state
+    _check_numeric(spec, "plateau")
+    dps = sec["dps"]
+    problem = problem_of(spec)
+    K, M = spec.model.K, spec.model.M
+    teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
+    digits = _digits_of(dps)
+    try:
+        r = plateau_numeric(problem, symmetric_teacher_modes(M, teacher), dps=dps,
+                            digits=digits)
+    except (Refused, NotVerified) as e:
+        raise ValueError(f"{spec.path}: no plateau: {e}") from None
+    y = r["y"]
+    L = problem.L
+    with mpmath.workdps(r["dps"]):
+        lam = [mpmath.mpf(int(v.p)) / int(v.q) for v in problem.spectrum.eigenvalues]
+        levels = np.array([[sum(lam[k] ** l * y[k, s] for k in range(L))
+                            for s in range(y.shape[1])] for l in range(L + 1)], dtype=object)
+    f = lambda a: np.array([[float(x) for x in row] for row in a])  # noqa: E731
+    Rl, Ql = unpack_state(f(levels[:L]), K, M)
+    Rm, Qm = unpack_state(f(y), K, M)
+    R1, Q1 = unpack_state(f(levels[1:2]), K, M)
+    esc = float(r["escape"])
+    ev = r["eigenvalues"]
+    out = {
+        "R1": R1[0].tolist(),
+        "Q1": Q1[0].tolist(),
+        "fixed_point": {"levels": {"R": Rl.tolist(), "Q": Ql.tolist()},
+                        "modes": {"R": Rm.tolist(), "Q": Qm.tolist()}},
+        "eps_plateau": float(r["eps"]),
+        "escape_rate": esc,
+        "teacher": {"T": [float(t) for t in teacher.T], "D": [float(d) for d in teacher.D]},
+        "route": "numeric",
+        "eigenvalues": {"real": [float(z.real) for z in ev], "imag": [float(z.imag) for z in ev]},
+        "digits": {"fixed_point": r["digits"]["fixed_point"], "eps_plateau": r["digits"]["eps"],
+                   "escape_rate": r["digits"]["escape"],
+                   "eigenvalues": r["digits"]["eigenvalues"]},
+        "decimal": {"eps_plateau": _nstr(r["eps"], r["digits"]["eps"]),
+                    "escape_rate": _abs_str(r["escape"], r["radius"], r["digits"]["escape"])},
+        "fixed_point_residual": float(r["residual"]),
+        "dps": r["dps"],
+    }
+    if esc > 0:
+        out["tau_esc"] = 1.0 / esc
+    else:
+        out["note"] = ("the largest real eigenvalue at the equal-students fixed point is "
+                       f"{'0 to the verified digits' if esc == 0 else 'negative'}: no "
+                       "exponential escape from it")
+    return out
+
+
 def _f64():
     from solvers.core.numbers import Float64Context
     return Float64Context()
@@ -158,8 +247,9 @@ def _f64():
 def asymptotic_result(spec) -> dict:
     from solvers.theory.asymptotic import FullLinearisation, matched_permutation, mode_states
     from solvers.app.solve import problem_of
-    _check_model(spec)
     sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
+    if not closed_form_route(spec):
+        return asymptotic_numeric_result(spec, sec)
     problem = problem_of(spec)
     M = spec.model.M
     grid = _grid(spec)
@@ -181,6 +271,64 @@ def asymptotic_result(spec) -> dict:
         "eps_g_ode": [float(e) for e in eps[i0:]],
         "alpha0": alpha0,
         "fixed_point_residual": lin.residual,
+        "route": "closed form",
+    }
+
+
+def asymptotic_numeric_result(spec, sec) -> dict:
+    """The general route (solvers.theory.variants.asymptotic_numeric) at the spec's teacher."""
+    from solvers.app.solve import problem_of
+    from solvers.theory.asymptotic import matched_permutation, mode_states
+    from solvers.theory.fixed_points import NotVerified
+    from solvers.theory.variants import NumericLinearisation, Refused, asymptotic_numeric
+    from solvers.core.problem import unpack_state
+    _check_numeric(spec, "asymptotic")
+    problem = problem_of(spec)
+    K, M = spec.model.K, spec.model.M
+    grid = _grid(spec)
+    alpha0 = sec["alpha0"] if sec["alpha0"] is not None else float(spec.solve.alpha_grid()[0])
+    if alpha0 >= grid[-1]:
+        raise ValueError(f"{spec.path}: [asymptotic] alpha0 = {alpha0:g} must be below the "
+                         f"last grid point {grid[-1]:g}")
+    after = [a for a in grid if a > alpha0]
+    states, eps = mode_states(problem, [0.0] + ([alpha0] if alpha0 > 0 else []) + after)
+    i0 = 1 if alpha0 > 0 else 0
+    y0 = np.asarray(states[i0], dtype=float)
+    R1 = np.tensordot(np.asarray(problem.numeric(_f64()).lam, dtype=float),
+                      unpack_state(y0, K, M)[0], axes=1)
+    try:
+        perm = matched_permutation(R1, M) if K == M else None
+    except ValueError:
+        perm = None
+    dps = sec["dps"]
+    digits = _digits_of(dps)
+    try:
+        r = asymptotic_numeric(problem, y0, perm, dps=dps, digits=digits)
+    except (Refused, NotVerified) as e:
+        raise ValueError(f"{spec.path}: no asymptotic linearisation: {e}") from None
+    lin = NumericLinearisation(problem, r)
+    alphas = [alpha0] + after
+    f = lambda a: np.array([[float(x) for x in row] for row in a])  # noqa: E731
+    Rm, Qm = unpack_state(f(r["y"]), K, M)
+    ev = r["eigenvalues"]
+    return {
+        "rates": lin.rates(),
+        "alpha": alphas,
+        "eps_g": lin.eps_g(y0, alpha0, alphas),
+        "eps_g_ode": [float(e) for e in eps[i0:]],
+        "alpha0": alpha0,
+        "fixed_point_residual": float(r["residual"]),
+        "route": "numeric",
+        "fixed_point": {"modes": {"R": Rm.tolist(), "Q": Qm.tolist()}, "start": r["start"],
+                        "exact": r["exact"]},
+        "eps_floor": float(r["eps"]),
+        "eigenvalues": {"real": [float(z.real) for z in ev], "imag": [float(z.imag) for z in ev]},
+        "digits": {"fixed_point": r["digits"]["fixed_point"], "eps_floor": r["digits"]["eps"],
+                   "eigenvalues": r["digits"]["eigenvalues"]},
+        "decimal": {"eps_floor": _nstr(r["eps"], max(1, r["digits"]["eps"])),
+                    "slowest_rate": _abs_str(-ev[0].real, max(abs(z) for z in ev),
+                                             r["digits"]["eigenvalues"])},
+        "dps": r["dps"],
     }
 
 
