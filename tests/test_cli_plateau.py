@@ -112,8 +112,8 @@ def test_asymptotic_vs_restricted_linearisation(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (("K = 2\nM = 2", "K = 2\nM = 3"), "K = M"),
-    (('activation = "erf"', 'activation = "linear"'), "activation = 'erf'"),
+    (("K = 2\nM = 2", "K = 1\nM = 2"), "K = 1"),
+    (('activation = "erf"', 'activation = "linear"'), "student activation 'linear'"),
     (("[solve]", "[plateau]\nbogus = 1\n[solve]"), "[plateau] unknown key 'bogus'"),
     (("[solve]", "[plateau]\ndps = 5\n[solve]"), "dps = 5"),
 ])

@@ -327,12 +327,24 @@ def plateau_seconds(spec) -> float:
 
 
 def check_plateau(spec, command: str) -> None:
-    """Size ``plateau`` / ``asymptotic`` by their own route (ValueError with the estimate)."""
+    """Size ``plateau`` / ``asymptotic`` by the route that will run (ValueError with the
+    estimate): the erf closed forms, or the numeric route of solvers.theory.variants."""
+    from solvers.theory.variants import closed_form_applies, numeric_seconds
     d, m = spec.data, spec.model
-    est = plateau_seconds(spec)
+    if closed_form_applies(spec):
+        est, route = plateau_seconds(spec), "fixed point and Jacobian over L levels"
+    else:
+        from solvers.app import sections
+        schema = sections.PLATEAU_SCHEMA if command == "plateau" else sections.ASYMPTOTIC_SCHEMA
+        try:
+            dps = sections.read(spec, command, schema)["dps"]
+        except Exception:           # a bad [section] is reported by the command itself
+            dps = 30
+        est = spectrum_seconds(d.L, d.beta) + numeric_seconds(d.L, m.K, m.M, command, dps)
+        route = "numeric route: Newton fixed point and eigenvalues, verified by a rerun"
     if est > time_limit():
-        raise ValueError(f"[data] L = {d.L}, [model] M = {m.M}: {command} (fixed point and "
-                         f"Jacobian over L levels) would take about {_hours(est)} (limit "
+        raise ValueError(f"[data] L = {d.L}, [model] K = {m.K}, M = {m.M}: {command} ({route}) "
+                         f"would take about {_hours(est)} (limit "
                          f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
     state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
     need = 8.0 * (state * (spec.solve.n_points + 30) + 4 * state * state)

@@ -52,6 +52,30 @@ from solvers.theory.fixed_points import (NoFixedPoint, Setup, equal_students, fu
                                          eigenvalues, newton, verified)
 
 
+def closed_form_applies(spec) -> bool:
+    """Whether a spec runs the erf closed-form route (:mod:`solvers.theory.plateau`): erf
+    teacher = student, paper readouts, K = M >= 2, no training option (noise, weight decay,
+    batch size, schedule, trained readout).  Everything else takes the numeric route."""
+    m = spec.model
+    return (m.is_plain and m.activation == "erf" and spec.training.is_plain
+            and not spec.training.family_options() and m.K == m.M and m.M >= 2)
+
+
+def numeric_seconds(L, K, M, command, dps=30) -> float:
+    """CPU seconds of the numeric route (:func:`plateau_numeric` / :func:`asymptotic_numeric`
+    with the default two runs at dps and 1.5 dps).  Measured (erf student, ReLU teacher,
+    K = M = 2, order 2, one core, loaded machine; BENCHMARKS.md "plateau / asymptotic: the
+    numeric route"): plateau 1.0 / 2.6 / 6.8 / 35 s at L = 3 / 8 / 16 / 32, i.e. about
+    1 + 4.6e-5 (L N_STATE)^2.5 (a dense eigenproblem plus Jacobians of L N_STATE rows);
+    asymptotic 6.2 / 30 s at L = 8 / 16, about 2 + 2.1e-5 (L N_STATE)^3 (Newton on the whole
+    state: dense mpmath solves).  Precision: (dps/30)^1.5."""
+    size = L * (K * M + K * (K + 1) // 2)
+    p = max(1.0, dps / 30) ** 1.5
+    if command == "plateau":
+        return (1.0 + 4.6e-5 * size ** 2.5) * p
+    return (2.0 + 2.1e-5 * size ** 3) * p
+
+
 class Refused(ValueError):
     """The variant has no such fixed point (the message is the one-line reason)."""
 

@@ -52,11 +52,9 @@ def _load(path, command="plateau"):
 
 
 def closed_form_route(spec) -> bool:
-    """Whether the erf closed forms apply: erf teacher = student, paper readouts, K = M >= 2,
-    no training option (noise, weight decay, batch size, schedule, trained readout)."""
-    m = spec.model
-    return (m.is_plain and m.activation == "erf" and spec.training.is_plain
-            and not spec.training.family_options() and m.K == m.M and m.M >= 2)
+    """Whether the erf closed forms apply (:func:`solvers.theory.variants.closed_form_applies`)."""
+    from solvers.theory.variants import closed_form_applies
+    return closed_form_applies(spec)
 
 
 def _check_numeric(spec, command):

@@ -1,0 +1,108 @@
+"""``scaling-odes plateau`` / ``asymptotic`` on the family's variants: the route key, verified
+digits, agreement with the ODE in the same JSON, one-line refusals, sizing by the real route."""
+import json
+
+import mpmath
+import pytest
+
+from cli_support import run_cli, write_spec
+
+pytestmark = [pytest.mark.contract]
+
+SPEC = """
+[model]
+{model}
+K = {K}
+M = {M}
+[data]
+L = {L}
+beta = 1.0
+N = {N}
+[training]
+eta = 0.5
+order = {order}
+sigma_J = 0.01
+seed = 3
+{training}
+[solve]
+alpha_max = {alpha_max}
+n_points = {n}
+spacing = "linear"
+basis = "modes"
+dps = "float64"
+{extra}
+"""
+
+
+def _spec(tmp_path, model='activation = "erf"', K=2, M=2, L=3, order=2, training="",
+          alpha_max=600, n=31, extra="", N=300):
+    return write_spec(tmp_path, SPEC.format(model=model, K=K, M=M, L=L, N=N, order=order,
+                                            training=training, alpha_max=alpha_max, n=n,
+                                            extra=extra))
+
+
+def test_erf_keeps_the_closed_form_route(tmp_path, capsys):
+    code, out, err = run_cli(["plateau", _spec(tmp_path, order=1), "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["route"] == "closed form"
+
+
+def test_plateau_of_a_mixed_noisy_pair(tmp_path, capsys):
+    spec = _spec(tmp_path, model='student_activation = "erf"\nteacher_activation = "relu"',
+                 training="noise = 0.1")
+    code, out, err = run_cli(["plateau", spec, "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["route"] == "numeric"
+    for key in ("R1", "Q1", "fixed_point", "eps_plateau", "escape_rate", "tau_esc", "digits",
+                "decimal", "eigenvalues"):
+        assert key in d
+    # [plateau] dps = 30 by default: 20 digits verified (10 guard digits)
+    assert min(d["digits"].values()) >= 20
+    assert float(d["decimal"]["escape_rate"]) == d["escape_rate"]
+    assert d["escape_rate"] == max(d["eigenvalues"]["real"])
+    # all students equal: every row of R1 and every entry of Q1 the same
+    assert d["R1"][0] == d["R1"][1] and len({x for row in d["Q1"] for x in row}) == 1
+    assert d["fixed_point_residual"] < 1e-35
+
+
+def test_asymptotic_of_a_noisy_erf_pair_against_the_ode(tmp_path, capsys):
+    spec = _spec(tmp_path, training="noise = 0.1", alpha_max=4000, n=9,
+                 extra="[asymptotic]\nalpha0 = 3000\n")
+    code, out, err = run_cli(["asymptotic", spec, "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["route"] == "numeric" and d["fixed_point"]["exact"] is False
+    assert min(d["digits"].values()) >= 20
+    # first-order prediction from the ODE state at alpha0 vs the ODE: the error is second order
+    # in the distance to the fixed point (relative ~1e-6 at alpha0 here): 1e-8 relative
+    assert d["eps_g"] == pytest.approx(d["eps_g_ode"], rel=1e-8)
+    # the ODE has nearly reached the noise floor (slowest rate ~0.003: ~1e-7 left)
+    assert d["eps_g_ode"][-1] == pytest.approx(d["eps_floor"], rel=1e-6)
+    with mpmath.workdps(40):
+        assert abs(mpmath.mpf(d["decimal"]["eps_floor"]) - d["eps_floor"]) < 1e-17
+    assert d["rates"][0] == pytest.approx(-max(d["eigenvalues"]["real"]), rel=1e-12)
+
+
+@pytest.mark.parametrize("command,kw,needle", [
+    ("plateau", dict(model='activation = "relu"'), "student activation 'relu'"),
+    ("plateau", dict(model='activation = "linear"'), "student activation 'linear'"),
+    ("plateau", dict(K=1), "K = 1"),
+    ("plateau", dict(model='activation = "erf"\nstudent_readout = [1, 2]\n'
+                           'teacher_readout = [1, 1]'), "not uniform"),
+    ("plateau", dict(training='schedule = {kind = "power", alpha0 = 10, p = 1}'), "schedule"),
+    ("asymptotic", dict(model='activation = "linear"'), "continuum"),
+    ("asymptotic", dict(model='activation = "relu"'), "singular covariance"),
+])
+def test_refusals_are_one_line(tmp_path, capsys, command, kw, needle):
+    code, out, err = run_cli([command, _spec(tmp_path, **kw)], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and needle in err, err
+
+
+def test_sizing_uses_the_numeric_route(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "0.001")     # 3.6 s
+    spec = _spec(tmp_path, model='student_activation = "erf"\nteacher_activation = "relu"',
+                 L=64, N=640)
+    code, out, err = run_cli(["plateau", spec], capsys)
+    assert code == 2 and err.count("\n") == 1 and "numeric route" in err, err
