@@ -221,3 +221,41 @@ def surviving_constants(G, H):
         kept = (U.T * H).T.applyfunc(sp.expand).nullspace()
         out[g] = (mult, len(kept))
     return out
+
+
+# -- perfect learning of any variant --------------------------------------------------------------
+
+def perfect_learning_residual(key, perm=None, digits: int = 30):
+    """max |rhs| of the hierarchy at perfect learning R = Q = T (student i copies teacher
+    perm[i], default i) with a generic exact teacher at level 1 and the next level and the η²
+    bracket included, to ``digits`` digits; ``sympy.nan`` when the right-hand side is singular
+    there (ReLU: x_i = y_perm(i) has a singular covariance).  Zero exactly when the student can
+    copy the teacher unit by unit (same activation, K = M, v_i = u_perm(i)).
+
+    >>> from derive.keys import SystemKey
+    >>> perfect_learning_residual(SystemKey("x**2 + x", 2, 2)) < 1e-25
+    True
+    >>> perfect_learning_residual(SystemKey("x**2 + x", 2, 2, teacher="erf")) > 1e-3
+    True
+    """
+    h = Hierarchy(key)
+    K, M = key.K, key.M
+    if K != M:
+        raise ValueError(f"perfect learning R = Q = T needs K = M, got K = {K}, M = {M}")
+    perm = list(range(K)) if perm is None else list(perm)
+    sub = {h.eta: sp.Rational(1, 2), h.nu: sp.Rational(1, 3), h.e2: sp.Integer(1)}
+    for blk, scale in ((h.v1, 1), (h.nxt, sp.Rational(3, 5))):
+        t = sp.Matrix(M, M, lambda n, m: scale * (1 + sp.Rational(n + 1, 7) if n == m
+                                                  else sp.Rational(1, 5 + n + m)))
+        for n in range(M):
+            for m in range(M):
+                sub[blk.T[n, m]] = t[n, m]
+        for i in range(K):
+            for n in range(M):
+                sub[blk.R[i, n]] = t[perm[i], n]
+            for j in range(K):
+                sub[blk.Q[i, j]] = t[perm[i], perm[j]]
+    vals = [e.xreplace(sub) for e in h.rhs]
+    if any(v.has(sp.nan, sp.zoo, sp.oo) for v in vals):
+        return sp.nan
+    return max(abs(sp.N(v, digits + 10)) for v in vals)

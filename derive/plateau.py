@@ -212,3 +212,55 @@ def assemble(Gn, rank_one_terms, c_coeffs, eta):
     if eta is not None:
         J = J.xreplace({sp.Symbol("eta", positive=True): eta})
     return J, parts
+
+
+# -- the equal-students subspace of any variant (the symmetry behind the general route) ----------
+#
+# For every system key the numeric route (solvers.theory.variants) looks for the plateau on the
+# subspace R^(l)_in = r^(l)_n, Q^(l)_ij = q^(l) (all students equal).  It is invariant when the
+# student readouts are uniform: then the hierarchy commutes with permutations of the students,
+# and the subspace is the set they fix.  :func:`equal_students_defect` derives it from the
+# hierarchy itself: the rows that must agree on the subspace are compared at an exact point.
+
+def _generic_point(h, K, M):
+    """An exact point of the equal-students subspace with a generic teacher (level 1 and the
+    next level): positive definite covariances, no coincidences between teacher entries."""
+    sub = {}
+    for blk, scale in ((h.v1, 1), (h.nxt, sp.Rational(3, 5))):
+        for n in range(M):
+            for m in range(M):
+                sub[blk.T[n, m]] = scale * (1 + sp.Rational(n + 1, 7) if n == m
+                                            else sp.Rational(1, 5 + n + m))
+            for i in range(K):
+                sub[blk.R[i, n]] = scale * sp.Rational(2 + n, 9)
+        for i in range(K):
+            for j in range(K):
+                sub[blk.Q[i, j]] = scale * sp.Rational(3, 7)
+    sub[h.eta] = sp.Rational(1, 2)
+    sub[h.nu] = sp.Rational(1, 3)
+    sub[h.e2] = sp.Integer(1)           # the η² term included
+    return sub
+
+
+def equal_students_defect(key, digits: int = 30):
+    """max over state rows of |row - first row of its group| of the hierarchy's right-hand side
+    at an exact point of the equal-students subspace (groups: R_in over i for each n; all
+    Q_ij), evaluated to ``digits`` digits.  Zero to those digits when the subspace is
+    invariant; ``sympy.nan`` when the right-hand side is singular there (ReLU students:
+    coinciding fields).
+
+    >>> from derive.keys import SystemKey
+    >>> equal_students_defect(SystemKey("x**2 + x", 2, 1)) < 1e-25
+    True
+    >>> equal_students_defect(SystemKey("x**2 + x", 2, 1, readout=("1", "2", "1"))) > 1e-3
+    True
+    """
+    h = Hierarchy(key)
+    K, M = key.K, key.M
+    vals = [e.xreplace(_generic_point(h, K, M)) for e in h.rhs]
+    if any(v.has(sp.nan, sp.zoo, sp.oo) for v in vals):
+        return sp.nan
+    num = [sp.N(v, digits + 10) for v in vals]
+    groups = [[i * M + n for i in range(K)] for n in range(M)]
+    groups.append(list(range(K * M, len(num))))
+    return max(abs(num[s] - num[g[0]]) for g in groups for s in g)

@@ -183,3 +183,32 @@ def test_relu_perfect_learning_is_refused_with_the_reason():
     prob = Problem(key, spectrum, Fraction(1, 2), 1, init)
     with pytest.raises(Refused, match="singular covariance"):
         asymptotic_numeric(prob, np.zeros((L, 7)), [0, 1])
+
+
+@pytest.mark.closed_form
+def test_the_refusals_follow_from_the_hierarchy():
+    """What the numeric route assumes is derived: the equal-students subspace is invariant
+    exactly for uniform student readouts (any teacher), singular for ReLU students; perfect
+    learning is a fixed point exactly when the student can copy the teacher unit by unit."""
+    from derive.asymptotic import perfect_learning_residual
+    from derive.plateau import equal_students_defect
+    from solvers.theory.variants import perfect_learning_available
+    for key in (SystemKey("erf", 2, 2, teacher="relu"), SystemKey("x**3", 3, 2),
+                SystemKey("erf", 2, 2, readout=("1/2", "1/3", "1", "1"))):
+        invariant = equal_students_defect(key) < 1e-25      # 30 digits evaluated
+        assert invariant == (plateau_refusal(key) is None), key
+    assert equal_students_defect(SystemKey("relu", 2, 2)) is sp.nan
+    swapped = SystemKey("erf", 2, 2, readout=("1/2", "1", "1", "1/2"))
+    for key, perm in ((SystemKey("x**3", 2, 2), [0, 1]), (swapped, [0, 1]), (swapped, [1, 0]),
+                      (SystemKey("erf", 2, 2, teacher="relu"), [0, 1])):
+        exact = perfect_learning_residual(key, perm) < 1e-25
+        assert exact == (perfect_learning_available(key, perm) is None), (key, perm)
+    assert perfect_learning_residual(SystemKey("relu", 2, 2)) is sp.nan
+
+
+@pytest.mark.contract
+def test_fixed_points_docstring_example():
+    import doctest
+    import solvers.theory.fixed_points as fp
+    result = doctest.testmod(fp)
+    assert result.attempted > 0 and result.failed == 0

@@ -174,10 +174,6 @@ def _teacher_matrices(T_packed, M):
     return out
 
 
-def _mpf_rows(y):
-    return [[mpmath.mpf(float(v)) if not isinstance(v, mpmath.mpf) else v for v in row]
-            for row in y]
-
 
 # -- plateau -----------------------------------------------------------------------------------
 
