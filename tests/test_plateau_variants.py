@@ -27,7 +27,8 @@ def _exact(f):
 
 
 @pytest.mark.closed_form
-@pytest.mark.parametrize("M,L", [(2, 3), (3, 2)])
+@pytest.mark.parametrize("M,L", [(2, 3), (3, 2), pytest.param(2, 8, marks=pytest.mark.full),
+                                 pytest.param(4, 4, marks=pytest.mark.full)])
 def test_numeric_plateau_is_the_erf_closed_form(M, L):
     """Newton from the ODE state (not from the ansatz) lands on Eq. 97 / 99 / the escape
     eigenvalue, to 25 digits (the route verifies 30 by rerunning at 60 digits)."""
@@ -83,13 +84,14 @@ def _rate(alphas, c, lo, hi):
 
 
 @pytest.mark.second_basis
-def test_relu_teacher_noisy_plateau_escape_rate_is_the_odes():
+@pytest.mark.parametrize("L", [3, pytest.param(8, marks=pytest.mark.full)])
+def test_relu_teacher_noisy_plateau_escape_rate_is_the_odes(L):
     """erf student, ReLU teacher, label noise at order 2: the ODE started next to the numeric
     plateau leaves it at the largest eigenvalue of the generated Jacobian, and the ODE on the
     equal-students subspace settles on the numeric fixed point."""
-    L, key = 3, SystemKey("erf", 2, 2, teacher="relu")
+    key = SystemKey("erf", 2, 2, teacher="relu")
     spectrum = spectra.power_law(L, 1)
-    init = random_init(2, 2, 300, spectrum, Fraction(1, 100), 3)
+    init = random_init(2, 2, 100 * L, spectrum, Fraction(1, 100), 3)
     prob = Problem(key, spectrum, Fraction(1, 2), 2, init, noise=Fraction(1, 10))
     T_packed = symmetric_teacher_modes(2, SymmetricTeacher.from_modes(init.T))
     r = plateau_numeric(prob, T_packed, dps=30, digits=20)
@@ -108,7 +110,11 @@ def test_relu_teacher_noisy_plateau_escape_rate_is_the_odes():
     # ~1e-6 relative; RK7(8) at rtol 1e-13 adds nothing visible: 1e-4 is a safe bound
     assert _rate(alphas, c, 1e-9, 1e-6) == pytest.approx(esc, rel=1e-4)
     # the ODE made symmetric settles on the fixed point (its best projected state, the one
-    # Newton started from): within 1e-5 of it
+    # Newton started from): within 1e-5 of it.  Only at L = 3: at L = 8 the slowest mode on the
+    # subspace (~ λ_8) has not settled by α = 2^10/η (measured: 5e-3 off), and the full ODE
+    # leaves the subspace by round-off (growing at the escape rate) before it would
+    if L > 3:
+        return
     start = ode_starts(prob, T_packed, n_best=1)[0]
     fp = [r["y"][k, j] for k in range(L) for j in (0, 1, 4)]
     assert max(abs(a - float(b)) for a, b in zip(start, fp)) < 1e-5

@@ -331,13 +331,15 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
     if reason:
         raise Refused(reason)
     K, M = key.K, key.M
-    with MpmathContext(20) as ctx0:
-        num0 = problem.numeric(ctx0)
-        T_packed = np.array([[exact_fraction(v) for v in row] for row in num0.T_modes],
-                            dtype=object)
     if problem.init.basis == "modes":
         T_packed = np.array([list(np.asarray(Tk, dtype=object)[np.triu_indices(M)])
                              for Tk in problem.init.T], dtype=object)
+    else:
+        # teacher levels -> modes: the Vandermonde solve loses ~2L digits; 20 guard digits
+        # beyond the working precision keep the teacher exact to more than the digits verified
+        with MpmathContext(dps + 2 * problem.L + 20) as ctx0:
+            T_packed = np.array([[exact_fraction(v) for v in row]
+                                 for row in problem.numeric(ctx0).T_modes], dtype=object)
     why_not = perfect_learning_available(key, perm)
     exact = why_not is None and not moved
     if why_not is None and (exact or _regular_at(problem, T_packed,
