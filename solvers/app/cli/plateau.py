@@ -1,4 +1,31 @@
-"""``scaling-odes plateau SPEC.toml`` and ``scaling-odes asymptotic SPEC.toml`` (K = M, erf).
+"""``scaling-odes plateau SPEC.toml`` and ``scaling-odes asymptotic SPEC.toml``.
+
+Two routes, named by the ``route`` key of the JSON:
+
+* ``"closed form"``: erf teacher = student, paper readouts, K = M >= 2, no training option:
+  the closed forms of the paper (below), as before;
+* ``"numeric"``: every other variant the theory supports (student / teacher activations erf,
+  linear, relu, polynomials; any readouts; label noise, weight decay, batch size):
+  :mod:`solvers.theory.variants` finds the fixed point by Newton on the generated system at
+  ``dps`` digits and takes the eigenvalues of its generated Jacobian, verified by a rerun at
+  higher precision.  Extra keys: ``digits`` (verified digits per quantity; eigenvalues and the
+  escape rate relative to the spectral radius), ``decimal`` (the headline numbers as decimal
+  strings to those digits), ``eigenvalues`` (real, imag), ``fixed_point_residual``, ``dps``
+  (the precision of the verifying run); for ``asymptotic`` also ``eps_floor`` (clean ε_g at
+  the fixed point: the noise floor with label noise at order 2) and ``fixed_point.start`` /
+  ``fixed_point.exact`` (perfect learning R = Q = T exactly, or Newton from it or from the
+  ODE state at alpha0).
+  What a variant cannot have is refused in one line with the reason (exit status 2): a plateau
+  needs K >= 2, uniform student readouts, a student that is neither linear nor ReLU; both need
+  a fixed readout and a constant learning rate; the asymptotic linearisation is refused for
+  linear students with K >= 2 (a continuum of minima) and for ReLU at exact perfect learning
+  (singular covariance).  The plateau is that of the spec's teacher symmetrised as below (on
+  both routes); the numeric route's ``tau_esc`` is 1/``escape_rate`` and it has no
+  ``plateau_length``.  Digits verified: dps - 10 (at least 15).
+
+    [asymptotic]   dps = 30    (the numeric route's working digits)
+
+The closed-form route (K = M, erf):
 
 plateau: the symmetric plateau of the spec's teacher, symmetrised as in the paper (§5.1.1):
 T_k = mean diagonal of the mode-k teacher matrix, D_k = mean off-diagonal row sum.  Keys:
