@@ -218,3 +218,31 @@ def test_fixed_points_docstring_example():
     import solvers.theory.fixed_points as fp
     result = doctest.testmod(fp)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.closed_form
+@pytest.mark.parametrize("M,L", [(2, 3), (3, 2)])
+def test_numeric_asymptotic_spectrum_has_the_erf_exact_groups(M, L):
+    """At perfect learning (expected teacher, T_1 = 1, order 1) the eigenvalues of the numeric
+    route contain every exact group -a g λ_k (derive.asymptotic.exact_groups) with its
+    multiplicity, to 25 digits (a = 2η/(√3 π M))."""
+    from derive.asymptotic import exact_groups
+    from solvers.core.problem import expected_init
+    spectrum = spectra.power_law(L, 1)
+    eta = Fraction(1, 2)
+    prob = Problem(SystemKey("erf", M, M), spectrum, eta, 1,
+                   expected_init(spectrum, M, M, Fraction(1, 100)))
+    n = M * M + M * (M + 1) // 2
+    r = asymptotic_numeric(prob, np.zeros((L, n)), list(range(M)), dps=40, digits=30)
+    assert r["exact"] and r["residual"] == 0 and min(r["digits"].values()) >= 30
+    ev = r["eigenvalues"]
+    with mpmath.workdps(50):
+        radius = max(abs(z) for z in ev)
+        tol = mpmath.mpf(10) ** -25 * radius
+        a = 2 * mpmath.mpf(eta.numerator) / eta.denominator / (mpmath.sqrt(3) * mpmath.pi * M)
+        targets = [(-a * mpmath.mpf(sp.N(g, 60)) * mpmath.mpf(sp.N(lk, 60)), m)
+                   for g, m in exact_groups(M).items() for lk in spectrum.eigenvalues]
+        for t, _ in targets:
+            expected = sum(m for s, m in targets if abs(s - t) < tol)
+            found = sum(1 for z in ev if abs(z - t) < tol)
+            assert found >= expected, (t, expected, found)

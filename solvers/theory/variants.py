@@ -67,8 +67,8 @@ def numeric_seconds(L, K, M, command, dps=30) -> float:
     K = M = 2, order 2, one core, loaded machine; BENCHMARKS.md "plateau / asymptotic: the
     numeric route"): plateau 1.0 / 2.6 / 6.8 / 35 s at L = 3 / 8 / 16 / 32, i.e. about
     1 + 4.6e-5 (L N_STATE)^2.5 (a dense eigenproblem plus Jacobians of L N_STATE rows);
-    asymptotic 6.2 / 30 s at L = 8 / 16, about 2 + 2.1e-5 (L N_STATE)^3 (Newton on the whole
-    state: dense mpmath solves).  Precision: (dps/30)^1.5."""
+    asymptotic 6.2 / 30 / 211 s at L = 8 / 16 / 32, about 2 + 2.1e-5 (L N_STATE)^3 (Newton on
+    the whole state: dense mpmath solves).  Precision: (dps/30)^1.5."""
     size = L * (K * M + K * (K + 1) // 2)
     p = max(1.0, dps / 30) ** 1.5
     if command == "plateau":
