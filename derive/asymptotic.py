@@ -1,4 +1,5 @@
-"""Linearisation around perfect learning, K = M erf (paper §5.2, App. C.5), derived.
+"""Linearisation around perfect learning, K = M erf (paper §5.2, App. C.5), derived; and for
+any variant, whether perfect learning is a fixed point (:func:`perfect_learning_residual`).
 
 Teacher ⟨T^(l)_nm⟩ = T_l δ_nm; fixed point R^(l) = Q^(l) = T_l δ.  On the diagonal-S_M
 invariant subspace (r, s, q, c) (see :mod:`derive.plateau`) the Jacobian of the hierarchy is

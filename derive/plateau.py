@@ -1,4 +1,6 @@
-"""The symmetric plateau of erf committee machines with K = M (paper §5.1, App. C.2–C.4).
+"""The symmetric plateau of erf committee machines with K = M (paper §5.1, App. C.2–C.4), and
+the equal-students subspace of every variant (:func:`equal_students_defect`, the symmetry the
+numeric route of :mod:`solvers.theory.variants` relies on).
 
 Everything here is derived from :class:`derive.hierarchy.Hierarchy`, not transcribed.
 

@@ -174,7 +174,6 @@ def _teacher_matrices(T_packed, M):
     return out
 
 
-
 # -- plateau -----------------------------------------------------------------------------------
 
 def _equal_students_init(problem, T_packed):
@@ -251,6 +250,9 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
         raise Refused(reason)
     if starts is None:
         starts = ode_starts(problem, T_packed)
+    if not starts:
+        raise Refused("the ODE on the equal-students subspace gave no finite state to start "
+                      "Newton from")
     memo = {}
 
     def compute(d):
