@@ -246,3 +246,21 @@ def test_numeric_asymptotic_spectrum_has_the_erf_exact_groups(M, L):
             expected = sum(m for s, m in targets if abs(s - t) < tol)
             found = sum(1 for z in ev if abs(z - t) < tol)
             assert found >= expected, (t, expected, found)
+
+
+@pytest.mark.closed_form
+def test_numeric_asymptotic_spectrum_of_the_linear_model():
+    """Linear K = M = 1 at order 1 (the paper's §4): at R = Q = T the Jacobian is triangular
+    in (R_k, Q_k) with eigenvalues -η λ_k (R) and -2 η λ_k (Q), to 25 digits."""
+    from solvers.core.problem import expected_init
+    L, eta = 4, Fraction(1, 2)
+    spectrum = spectra.power_law(L, 1)
+    prob = Problem(SystemKey("linear", 1, 1), spectrum, eta, 1,
+                   expected_init(spectrum, 1, 1, Fraction(1, 100)))
+    r = asymptotic_numeric(prob, np.zeros((L, 2)), [0], dps=40, digits=30)
+    with mpmath.workdps(50):
+        lam = [mpmath.mpf(sp.N(x, 60)) for x in spectrum.eigenvalues]
+        want = sorted([-c * mpmath.mpf(1) / 2 * x for x in lam for c in (1, 2)], reverse=True)
+        got = [z.real for z in r["eigenvalues"]]
+        assert all(abs(z.imag) < 1e-30 for z in r["eigenvalues"])
+        assert all(abs(a - b) < mpmath.mpf(10) ** -25 * abs(b) for a, b in zip(got, want))
