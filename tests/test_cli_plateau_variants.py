@@ -107,3 +107,28 @@ def test_sizing_uses_the_numeric_route(tmp_path, capsys, monkeypatch):
                  L=64, N=640)
     code, out, err = run_cli(["plateau", spec], capsys)
     assert code == 2 and err.count("\n") == 1 and "numeric route" in err, err
+
+
+def test_plateau_of_the_actual_teacher(tmp_path, capsys):
+    """[plateau] teacher = "actual": all students equal on the spec's own (random) teacher, by
+    the numeric route; the erf module's own equal-students Newton (started from the per-row
+    approximation, solvers.theory.plateau) finds the same point."""
+    from fractions import Fraction
+    import numpy as np
+    from derive import spectra
+    from solvers.core.problem import random_init
+    from solvers.theory.plateau import equal_students_plateau
+    spec = _spec(tmp_path, order=1, extra='[plateau]\nteacher = "actual"\n')
+    code, out, err = run_cli(["plateau", spec, "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["route"] == "numeric" and d["teacher"] == "actual"
+    spectrum = spectra.power_law(3, 1)
+    init = random_init(2, 2, 300, spectrum, Fraction(1, 100), 3)
+    R, Q, res, _ = equal_students_plateau(2, spectrum, init.T, Fraction(1, 2), 1, dps=30)
+    # both at >= 20 verified / 25 converged digits: float64 output agrees to 1e-14
+    Rm = np.array(d["fixed_point"]["modes"]["R"])          # (L, K, M), rows equal
+    Qm = np.array(d["fixed_point"]["modes"]["Q"])
+    assert np.allclose(Rm[:, 0, :], np.array(R, dtype=float), rtol=1e-14, atol=0)
+    assert np.allclose(Qm[:, 0, 1], np.array(Q, dtype=float), rtol=1e-14, atol=0)
+    assert Rm[0, 0, 0] != Rm[0, 0, 1]          # a random teacher: r_n depends on n

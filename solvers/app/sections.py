@@ -44,6 +44,9 @@ PLATEAU_SCHEMA = {
     # a fraction of R*: beyond 1 the linear extrapolation means nothing (plateau_length)
     "escape_fraction": (convert.float, 0.1, check.all(check.gt(0), check.rule(
         lambda v: v <= 1, "must be <= 1"))),
+    # "symmetrised": the paper's symmetric teacher (T_k, D_k); "actual": the spec's own teacher
+    # (the numeric route: all students equal, any teacher)
+    "teacher": (convert.str, "symmetrised", check.one_of("symmetrised", "actual")),
 }
 
 # [asymptotic]: `asymptotic`

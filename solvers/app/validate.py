@@ -329,17 +329,18 @@ def plateau_seconds(spec) -> float:
 def check_plateau(spec, command: str) -> None:
     """Size ``plateau`` / ``asymptotic`` by the route that will run (ValueError with the
     estimate): the erf closed forms, or the numeric route of solvers.theory.variants."""
+    from solvers.app import sections
     from solvers.theory.variants import closed_form_applies, numeric_seconds
     d, m = spec.data, spec.model
-    if closed_form_applies(spec):
+    schema = sections.PLATEAU_SCHEMA if command == "plateau" else sections.ASYMPTOTIC_SCHEMA
+    try:
+        sec = sections.read(spec, command, schema)
+    except Exception:               # a bad [section] is reported by the command itself
+        sec = {"dps": 30}
+    if closed_form_applies(spec, sec.get("teacher", "symmetrised")):
         est, route = plateau_seconds(spec), "fixed point and Jacobian over L levels"
     else:
-        from solvers.app import sections
-        schema = sections.PLATEAU_SCHEMA if command == "plateau" else sections.ASYMPTOTIC_SCHEMA
-        try:
-            dps = sections.read(spec, command, schema)["dps"]
-        except Exception:           # a bad [section] is reported by the command itself
-            dps = 30
+        dps = sec["dps"]
         est = spectrum_seconds(d.L, d.beta) + numeric_seconds(d.L, m.K, m.M, command, dps)
         route = "numeric route: Newton fixed point and eigenvalues, verified by a rerun"
     if est > time_limit():

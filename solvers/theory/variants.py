@@ -52,13 +52,15 @@ from solvers.theory.fixed_points import (NoFixedPoint, Setup, equal_students, fu
                                          eigenvalues, newton, verified)
 
 
-def closed_form_applies(spec) -> bool:
+def closed_form_applies(spec, teacher: str = "symmetrised") -> bool:
     """Whether a spec runs the erf closed-form route (:mod:`solvers.theory.plateau`): erf
     teacher = student, paper readouts, K = M >= 2, no training option (noise, weight decay,
-    batch size, schedule, trained readout).  Everything else takes the numeric route."""
+    batch size, schedule, trained readout), and for ``plateau`` the symmetrised teacher
+    (``[plateau] teacher``).  Everything else takes the numeric route."""
     m = spec.model
     return (m.is_plain and m.activation == "erf" and spec.training.is_plain
-            and not spec.training.family_options() and m.K == m.M and m.M >= 2)
+            and not spec.training.family_options() and m.K == m.M and m.M >= 2
+            and teacher == "symmetrised")
 
 
 def numeric_seconds(L, K, M, command, dps=30) -> float:

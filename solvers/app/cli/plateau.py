@@ -20,7 +20,8 @@ Two routes, named by the ``route`` key of the JSON:
   a fixed readout and a constant learning rate; the asymptotic linearisation is refused for
   linear students with K >= 2 (a continuum of minima) and for ReLU at exact perfect learning
   (singular covariance).  The plateau is that of the spec's teacher symmetrised as below (on
-  both routes); the numeric route's ``tau_esc`` is 1/``escape_rate`` and it has no
+  both routes), or with ``[plateau] teacher = "actual"`` of the spec's own teacher (all
+  students equal; always the numeric route, ``"teacher": "actual"`` in the JSON); the numeric route's ``tau_esc`` is 1/``escape_rate`` and it has no
   ``plateau_length``.  Digits verified: dps - 10 (at least 15).
 
     [asymptotic]   dps = 30    (the numeric route's working digits)
@@ -35,6 +36,7 @@ point), ``tau_esc`` (closed form, Eq. 116, an order-1 result), and — when the 
 passes the plateau — ``plateau_length`` (see :func:`plateau_length`).
 
     [plateau]   dps = 30   alpha0 = 300   escape_fraction = 0.1     (all optional)
+                teacher = "symmetrised"   ("actual": the spec's own teacher, numeric route)
 
 asymptotic: the linearisation of the generated system at perfect learning R = Q = T (the spec's
 actual teacher, students relabelled as they specialised), from the ODE state at ``alpha0``.
@@ -78,10 +80,10 @@ def _load(path, command="plateau"):
     return spec
 
 
-def closed_form_route(spec) -> bool:
+def closed_form_route(spec, teacher: str = "symmetrised") -> bool:
     """Whether the erf closed forms apply (:func:`solvers.theory.variants.closed_form_applies`)."""
     from solvers.theory.variants import closed_form_applies
-    return closed_form_applies(spec)
+    return closed_form_applies(spec, teacher)
 
 
 def _check_numeric(spec, command):
@@ -139,7 +141,7 @@ def plateau_result(spec) -> dict:
                           plateau_height, to_float)
     from solvers.app.solve import problem_of
     sec = sections.read(spec, "plateau", sections.PLATEAU_SCHEMA)
-    if not closed_form_route(spec):
+    if not closed_form_route(spec, sec["teacher"]):
         return plateau_numeric_result(spec, sec)
     dps = sec["dps"]
     problem = problem_of(spec)
@@ -216,11 +218,16 @@ def plateau_numeric_result(spec, sec) -> dict:
     dps = sec["dps"]
     problem = problem_of(spec)
     K, M = spec.model.K, spec.model.M
-    teacher = SymmetricTeacher.from_modes(teacher_matrices(problem, dps))
+    Tm = teacher_matrices(problem, dps)
+    teacher = SymmetricTeacher.from_modes(Tm)
+    if sec["teacher"] == "actual":
+        iu = np.triu_indices(M)
+        T_packed = np.array([list(Tk[iu]) for Tk in Tm], dtype=object)
+    else:
+        T_packed = symmetric_teacher_modes(M, teacher)
     digits = _digits_of(dps)
     try:
-        r = plateau_numeric(problem, symmetric_teacher_modes(M, teacher), dps=dps,
-                            digits=digits)
+        r = plateau_numeric(problem, T_packed, dps=dps, digits=digits)
     except (Refused, NotVerified) as e:
         raise ValueError(f"{spec.path}: no plateau: {e}") from None
     y = r["y"]
@@ -242,7 +249,8 @@ def plateau_numeric_result(spec, sec) -> dict:
                         "modes": {"R": Rm.tolist(), "Q": Qm.tolist()}},
         "eps_plateau": float(r["eps"]),
         "escape_rate": esc,
-        "teacher": {"T": [float(t) for t in teacher.T], "D": [float(d) for d in teacher.D]},
+        "teacher": ({"T": [float(t) for t in teacher.T], "D": [float(d) for d in teacher.D]}
+                    if sec["teacher"] == "symmetrised" else "actual"),
         "route": "numeric",
         "eigenvalues": {"real": [float(z.real) for z in ev], "imag": [float(z.imag) for z in ev]},
         "digits": {"fixed_point": r["digits"]["fixed_point"], "eps_plateau": r["digits"]["eps"],
