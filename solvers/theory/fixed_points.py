@@ -187,7 +187,10 @@ def newton(st: Setup, emb: Embedding, x0, maxsteps: int = 80):
         step = t * max(abs(d) for d in dx)
         x, f, norm = xn, fn, nn
         scale = max(1, max(abs(v) for v in x))
-        if step <= tol * scale:
+        # converged: a step at the precision's level, or a right-hand side at the round-off
+        # floor (an ill-conditioned Jacobian keeps the steps there from shrinking further;
+        # the verifying rerun at higher precision shows how many digits the point has)
+        if step <= tol * scale or norm <= tol * mpmath.mpf(10) ** -3 * scale:
             full = st.rhs(emb.state(x, zero))
             return x, max(abs(v) for v in full.ravel())
     raise NoFixedPoint(f"Newton did not converge in {maxsteps} steps (max|f| = "

@@ -245,7 +245,8 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
     Returns dict(y (L, N_STATE) mpf, eps, escape (largest real eigenvalue; exactly 0 when
     below the verified resolution), eigenvalues, radius (spectral radius), resolution,
     residual, digits (verified, per quantity; eigenvalues and the escape rate relative to the
-    spectral radius), dps)."""
+    spectral radius, ε_g relative to ``eps_scale``, the ε_g of the zero student), eps_scale,
+    dps)."""
     key = problem.key
     reason = plateau_refusal(key, schedule=problem.schedule)
     if reason:
@@ -283,9 +284,12 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
                               f"invariant")
             ev = eigenvalues(st.jac(y), d)
             radius = max(abs(z) for z in ev)
-            memo["out"] = dict(y=y, eps=st.eps_g(y), residual=res, eigenvalues=ev)
+            eps_scale = st.eps_g(0 * y)
+            memo["out"] = dict(y=y, eps=st.eps_g(y), residual=res, eigenvalues=ev,
+                               eps_scale=eps_scale)
+            # ε_g's digits relative to ε_g of the zero student (½ <ζ²>): it may vanish
             return {"fixed_point": (list(y.ravel()), scale),
-                    "eps": ([st.eps_g(y)], None),
+                    "eps": ([st.eps_g(y)], eps_scale),
                     # relative to the spectral radius: the escape rate may be ~0
                     "escape": ([ev[0].real], radius),
                     "eigenvalues": (ev, radius, True)}
@@ -300,9 +304,10 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
     resolution = radius * mpmath.mpf(10) ** (-got["escape"])
     if abs(escape) <= resolution:
         escape = mpmath.mpf(0)
-    return dict(y=out["y"], eps=vals["eps"][0][0], escape=escape, eigenvalues=ev,
+    eps = _snap(vals["eps"][0][0], out["eps_scale"], got["eps"])
+    return dict(y=out["y"], eps=eps, escape=escape, eigenvalues=ev,
                 radius=radius, resolution=resolution, residual=out["residual"], digits=got,
-                dps=used)
+                eps_scale=out["eps_scale"], dps=used)
 
 
 # -- asymptotic --------------------------------------------------------------------------------
@@ -328,7 +333,8 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
     weight decay and without label noise at order 2 (``exact`` in the result); otherwise Newton
     from it, or from the ODE state ``y_ode`` (float (L, N_STATE)) when there is no perfect
     learning.  Returns dict(y, eps (clean ε_g there: the noise floor), eigenvalues, residual,
-    exact, start, digits, dps)."""
+    exact, start, eps_scale (ε_g of the zero student: the scale of eps's digits), digits,
+    dps)."""
     key = problem.key
     moved = problem.weight_decay != 0 or (problem.noise != 0 and problem.order == 2)
     reason = asymptotic_refusal(key, schedule=problem.schedule, moved=moved)
@@ -375,13 +381,14 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
                     J = st.jac(y)
             except Refused:
                 raise
-            except (ZeroDivisionError, ValueError):     # ValueError: the orthant quadrature
-                raise Refused(f"{key.description}: the right-hand side is singular at "
-                              f"{start_name} (the fields' covariance is singular there and "
-                              f"the {key.student} integrals' derivatives diverge): no "
-                              f"linearisation") from None
             except NoFixedPoint as e:
                 raise Refused(f"no fixed point found from {start_name}: {e}") from None
+            except (ZeroDivisionError, ValueError) as e:    # ValueError: orthant quadrature
+                why = (f"the fields' covariance is singular there and the ReLU integrals' "
+                       f"derivatives diverge" if "relu" in (key.student, key.teacher_activation)
+                       else " ".join(str(e).split()) or type(e).__name__)
+                raise Refused(f"{key.description}: the generated right-hand side cannot be "
+                              f"evaluated at {start_name} ({why}): no linearisation") from None
             scale = max(abs(v) for v in y.ravel())
             if res > mpmath.mpf(10) ** (-(d - 10)) * max(1, scale):
                 raise Refused(f"{start_name} is not a fixed point (residual "
@@ -397,18 +404,27 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
                 raise Refused(f"the fixed point near {start_name} is unstable (eigenvalue "
                               f"{mpmath.nstr(ev[0].real, 6)} > 0): the state at alpha0 is "
                               f"still near a plateau; choose a later [asymptotic] alpha0")
+            eps_scale = st.eps_g(0 * y)
             memo["out"] = dict(y=y, residual=res, eigenvalues=ev, J=J,
-                               T=st.T_modes, lam=st.lam)
-            # at exact perfect learning ε_g = 0: its digits are absolute (ε_g is O(1))
+                               T=st.T_modes, lam=st.lam, eps_scale=eps_scale)
+            # ε_g may vanish (perfect learning): its digits are relative to ε_g of the zero
+            # student (½ <ζ²>)
             return {"fixed_point": (list(y.ravel()), scale),
-                    "eps": ([st.eps_g(y)], 1 if exact else None),
+                    "eps": ([st.eps_g(y)], eps_scale),
                     "eigenvalues": (ev, radius, True)}
 
     vals, got, used = verified(compute, digits, dps)
     out = memo["out"]
-    return dict(y=out["y"], eps=vals["eps"][0][0], eigenvalues=out["eigenvalues"],
+    eps = _snap(vals["eps"][0][0], out["eps_scale"], got["eps"])
+    return dict(y=out["y"], eps=eps, eigenvalues=out["eigenvalues"],
                 residual=out["residual"], exact=exact, start=start_name, J=out["J"],
-                T_modes=out["T"], lam=out["lam"], digits=got, dps=used)
+                T_modes=out["T"], lam=out["lam"], eps_scale=out["eps_scale"], digits=got,
+                dps=used)
+
+
+def _snap(x, scale, digits):
+    """0 when |x| is below the verified resolution scale·10^-digits, else x."""
+    return mpmath.mpf(0) if abs(x) <= scale * mpmath.mpf(10) ** (-digits) else x
 
 
 def _regular_at(problem, T_packed, y) -> bool:

@@ -9,7 +9,8 @@ Two routes, named by the ``route`` key of the JSON:
   :mod:`solvers.theory.variants` finds the fixed point by Newton on the generated system at
   ``dps`` digits and takes the eigenvalues of its generated Jacobian, verified by a rerun at
   higher precision.  Extra keys: ``digits`` (verified digits per quantity; eigenvalues and the
-  escape rate relative to the spectral radius), ``decimal`` (the headline numbers as decimal
+  escape rate relative to the spectral radius, ε_g relative to the ε_g of a zero student),
+  ``decimal`` (the headline numbers as decimal
   strings to those digits), ``eigenvalues`` (real, imag), ``fixed_point_residual``, ``dps``
   (the precision of the verifying run); for ``asymptotic`` also ``eps_floor`` (clean ε_g at
   the fixed point: the noise floor with label noise at order 2) and ``fixed_point.start`` /
@@ -199,7 +200,7 @@ def _nstr(x, digits):
 def _abs_str(x, scale, digits):
     """x to ``digits`` digits relative to ``scale`` (an eigenvalue against the spectral radius)."""
     import mpmath
-    if x == 0:
+    if abs(x) <= scale * mpmath.mpf(10) ** (-digits):
         return "0"
     keep = digits - int(mpmath.floor(mpmath.log10(scale))) + int(mpmath.floor(
         mpmath.log10(abs(x))))
@@ -256,7 +257,7 @@ def plateau_numeric_result(spec, sec) -> dict:
         "digits": {"fixed_point": r["digits"]["fixed_point"], "eps_plateau": r["digits"]["eps"],
                    "escape_rate": r["digits"]["escape"],
                    "eigenvalues": r["digits"]["eigenvalues"]},
-        "decimal": {"eps_plateau": _nstr(r["eps"], r["digits"]["eps"]),
+        "decimal": {"eps_plateau": _abs_str(r["eps"], r["eps_scale"], r["digits"]["eps"]),
                     "escape_rate": _abs_str(r["escape"], r["radius"], r["digits"]["escape"])},
         "fixed_point_residual": float(r["residual"]),
         "dps": r["dps"],
@@ -358,7 +359,7 @@ def asymptotic_numeric_result(spec, sec) -> dict:
         "eigenvalues": {"real": [float(z.real) for z in ev], "imag": [float(z.imag) for z in ev]},
         "digits": {"fixed_point": r["digits"]["fixed_point"], "eps_floor": r["digits"]["eps"],
                    "eigenvalues": r["digits"]["eigenvalues"]},
-        "decimal": {"eps_floor": _nstr(r["eps"], max(1, r["digits"]["eps"])),
+        "decimal": {"eps_floor": _abs_str(r["eps"], r["eps_scale"], r["digits"]["eps"]),
                     "slowest_rate": _abs_str(-ev[0].real, max(abs(z) for z in ev),
                                              r["digits"]["eigenvalues"])},
         "dps": r["dps"],
