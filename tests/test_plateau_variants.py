@@ -258,6 +258,7 @@ def test_numeric_asymptotic_spectrum_of_the_linear_model():
     prob = Problem(SystemKey("linear", 1, 1), spectrum, eta, 1,
                    expected_init(spectrum, 1, 1, Fraction(1, 100)))
     r = asymptotic_numeric(prob, np.zeros((L, 2)), [0], dps=40, digits=30)
+    assert r["exact"] and r["eps"] == 0       # below 10^-30 of the zero student's ε_g
     with mpmath.workdps(50):
         lam = [mpmath.mpf(sp.N(x, 60)) for x in spectrum.eigenvalues]
         want = sorted([-c * mpmath.mpf(1) / 2 * x for x in lam for c in (1, 2)], reverse=True)
