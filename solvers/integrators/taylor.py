@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["taylor_order", "integrate_taylor", "TaylorSeries"]
+__all__ = ["taylor_order", "integrate_taylor", "TaylorSeries", "rate_series"]
 
 _LN2 = math.log(2.0)
 
@@ -102,17 +102,9 @@ class TaylorSeries:
         without a schedule.  s(t + τ) = (1 + t/a0)^(-p) (1 + τ/(a0 + t))^(-p)."""
         if self.schedule is None:
             return None
-        from solvers.integrators.jet_ops import linear_power
-        _, a0, p = self.schedule
-        ctx = self.rhs.ctx
-        t = Fraction(t)
-        r = 1 / (a0 + t)
-        with ctx.workdps(self.jet_dps):
-            s0 = ctx.convert(1 + t / a0) ** ctx.convert(-p)
-            s = [(s0 * ctx.convert(c)).mid() for c in linear_power(-p, r, n)]
-            q = ([(s0 * s0 * ctx.convert(c)).mid() for c in linear_power(-2 * p, r, n)]
-                 if self.rhs.has_e2 else None)
-        return s, q
+        with self.rhs.ctx.workdps(self.jet_dps):
+            s, q = rate_series(self.schedule, t, n, self.rhs.ctx, squared=self.rhs.has_e2)
+            return [x.mid() for x in s], (None if q is None else [x.mid() for x in q])
 
     def _scaled(self, raw, rate, k):
         """Coefficient k of (s A_s, s A_t, s² f): Cauchy products of the schedule's series with
@@ -283,6 +275,35 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     if stats is not None:
         stats.update(n_steps=n_steps, order=p, n_fevals=n_steps * p)
     return out
+
+
+def rate_series(schedule, t, n: int, ctx, *, squared: bool = True):
+    """Taylor coefficients 0 .. n-1 about α = ``t`` of s(α) = η(α)/η = (1 + α/a0)^(-p) and
+    (``squared``; else None) of s², for ``schedule = ("power", a0, p)``, as numbers of ``ctx``
+    at its current precision.
+
+    s(t + τ) = (1 + t/a0)^(-p) (1 + τ/(a0 + t))^(-p): the value at ``t`` times the binomial
+    series of a power of a linear function, whose coefficients are exact
+    (:func:`solvers.integrators.jet_ops.linear_power`), so each coefficient is rounded once.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from solvers.core.numbers import context
+    >>> ctx = context("flint", 30)
+    >>> with ctx:
+    ...     s, q = rate_series(("power", Fraction(1), Fraction(1)), Fraction(1), 3, ctx)
+    >>> [x.mid().str(5, radius=False) for x in s]      # 1/(1 + α) at α = 1: 1/2, -1/4, 1/8
+    ['0.50000', '-0.25000', '0.12500']
+    """
+    from solvers.integrators.jet_ops import linear_power
+    _, a0, p = _checked_schedule(schedule)
+    t = Fraction(t)
+    r = 1 / (a0 + t)
+    s0 = ctx.convert(1 + t / a0) ** ctx.convert(-p)
+    s = [s0 * ctx.convert(c) for c in linear_power(-p, r, n)]
+    q = [s0 * s0 * ctx.convert(c) for c in linear_power(-2 * p, r, n)] if squared else None
+    return s, q
 
 
 def _checked_schedule(schedule):
