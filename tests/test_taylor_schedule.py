@@ -109,3 +109,36 @@ def test_auto_solve_of_a_power_schedule_runs_the_taylor_route_verified():
     with mpmath.workdps(40):
         for g, r in zip(got, ref.eps_g):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -digits * abs(r), (g, r)
+
+
+def test_the_jets_carry_exactly_one_factor_eta_in_a_and_none_in_f():
+    """What the schedule's series rests on (derive/hierarchy.py: a = η·[...], f free of η):
+    the printed jets at η and at 1, orders 0..3, give a(η) = η a(1) and f(η) = f(1)."""
+    from solvers.core.arb_rhs import ArbMatRHS, to_arb_mat
+    from solvers.core.registry import load
+
+    problem = problem_of(parse_spec(_doc("modes", None, L=4, noise="0.1")))
+    jets, mod = load(problem.key, "taylor"), load(problem.key, "mpmath")
+    n_a = len(mod.A_INDEX)
+    ctx = context("flint", 40)
+    with ctx:
+        num = problem.numeric(ctx)
+        rhs = ArbMatRHS(mod, num, ctx, "modes")
+        v1 = rhs.level_one(to_arb_mat(num.y_modes))
+        eta = ctx.convert(Fraction(3, 7))
+        outs = []
+        for e in (eta, ctx.convert(1)):
+            state, out = jets.jets_start(list(v1), rhs.t1, e, ctx)
+            series = [list(out)]
+            for k in range(1, 4):     # any coefficients of v1 will do: the claim is per order
+                v1k = [ctx.convert(Fraction(j + 1, 5 * k + j)) for j in range(len(v1))]
+                series.append(list(jets.jets_extend(state, v1k, k)))
+            outs.append(series)
+        tol = ctx.convert(10) ** -35   # 40 digits, a few roundings of O(1) numbers
+        n_checked = 0
+        for with_eta, without in zip(*outs):
+            for i, (x, y) in enumerate(zip(with_eta, without)):
+                want = eta * y if i < n_a else y
+                assert abs(x - want) <= tol * (1 + abs(want)), (i, x, want)
+                n_checked += not (want == 0)
+        assert n_checked > 4 * n_a // 2          # not vacuous: most outputs are nonzero
