@@ -30,6 +30,7 @@ at the constant η; coefficient k of s·A_s, s·A_t and s²·f are Cauchy produc
 with the series of s and s² about the step's start (the binomial series of a power of a linear
 function, exact coefficients: jet_ops.linear_power), on the N_STATE-sized coefficient matrices,
 so the cost does not grow with L.  Weight decay takes the product with the state's own series.
+
 From order FIXED_POINT_MIN_ORDER on (up to FIXED_POINT_MAX_ROWS levels), the level-basis series
 runs on fmpz integers (solvers/integrators/fixed_series.py); its coefficients come back scaled
 (Y_k = 2^(u_r - σk) Ỹ_k per row r), and the step is kept <= 2^σ so that the integers' unit
