@@ -76,9 +76,10 @@ def choose_integrator(basis: str, arithmetic: str, digits: int, L: int,
                       autonomous: bool = True) -> str:
     """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
     from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath).
-    ``autonomous=False`` (a power learning-rate schedule, η(α)): the RK7(8), whose
-    right-hand side is evaluated at each stage's α; the Taylor jets hold η constant."""
-    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and autonomous:
+    ``autonomous=False`` (a power learning-rate schedule, η(α)) chooses the same: the Taylor
+    series carries η(α)'s own series (solvers.integrators.taylor); kept as a parameter so that
+    a route unable to follow η(α) can be told apart here."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS:
         return "taylor"
     return "rk78"
 
@@ -147,9 +148,9 @@ def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
 
-    ``autonomous=False`` (a power schedule): every flint route runs the RK7(8) instead of the
-    Taylor series (``choose_integrator``); the caller skips the ``faster`` route, whose stiff
-    solver has a constant η.
+    ``autonomous=False`` (a power schedule): the same integrators (the Taylor series carries
+    η(α), ``choose_integrator``); the caller skips the ``faster`` route, whose stiff solver has
+    a constant η.
     """
     def pick(arithmetic):
         return choose_integrator(basis, arithmetic, digits, L, autonomous)
