@@ -43,6 +43,15 @@ class Trajectory:
     dps: int
     stats: dict = field(default_factory=dict)
     states: list = field(default_factory=list)   # (L, N_STATE) arrays in the run's basis
+    # a trained readout: v_1..v_K at every point (numbers of the run's type), else empty
+    readouts: list = field(default_factory=list)
+
+    @property
+    def v(self) -> np.ndarray | None:
+        """(n_alpha, K) float64 readouts of a trained-readout run, else None."""
+        if not self.readouts:
+            return None
+        return np.array([[float(_mid(x)) for x in r] for r in self.readouts])
 
     def eps_float(self) -> np.ndarray:
         return np.array([float(_mid(e)) for e in self.eps_g])
@@ -53,7 +62,8 @@ class Trajectory:
             return self
         return Trajectory(self.alpha[n:], self.eps_g[n:], self.R1[n:], self.Q1[n:], self.basis,
                           self.arithmetic, self.dps, self.stats,
-                          self.states[n:] if self.states else self.states)
+                          self.states[n:] if self.states else self.states,
+                          self.readouts[n:] if self.readouts else self.readouts)
 
 
 def _mid(x):
@@ -106,6 +116,10 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     if problem.schedule is not None and arithmetic == "scipy":
         raise ValueError("arithmetic = 'scipy' runs a constant eta only: use 'float64' (the "
                          "same RK7(8) as arbitrary precision) for a schedule")
+    if problem.trained and (integrator == "taylor" or arithmetic == "scipy"):
+        raise ValueError("a trained readout runs on the RK7(8) (integrator = 'rk78', "
+                         "arithmetic flint, mpmath or float64): its v is state the Taylor "
+                         "jets and the SciPy comparison path do not carry")
     requested = checked_alphas(alphas)
     # the initial condition is the state at alpha = 0: a grid starting later is integrated from
     # 0 and only the requested points are reported
@@ -164,10 +178,12 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
-        short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
+        short = (short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs
+                 and not problem.trained else None)
         # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
         # a power schedule (set_rates)
-        if arithmetic == "flint" and matrix_rhs or integrator == "taylor":
+        trained = problem.trained
+        if (arithmetic == "flint" and matrix_rhs or integrator == "taylor") and not trained:
             # the generated system as arb_mat algebra (solvers.core.arb_rhs): same numbers, the
             # O(L) work in C instead of numpy's object loops
             arb_rhs = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
@@ -199,6 +215,10 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                     return rhs(y.reshape(shape), *args, **extra).reshape(-1)
 
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
+            if trained:
+                # the flat state is the levels / modes then v_1..v_K (level-independent)
+                fun, start, unpack = _with_readout(problem, num, mod, basis, args, rhs,
+                                                   extra, set_rates, shape)
 
         stats = {}
         # -- integrator dispatch: Taylor series or RK7(8) --------------------------
@@ -236,9 +256,34 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                                     f"dps") from exc
             raise
         states = [unpack(s) for s in flat]
-        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+        readouts = []
+        if trained:
+            states, readouts = [s for s, _ in states], [v for _, v in states]
+        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M, readouts)
     stats["wall_s"] = time.perf_counter() - started
-    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
+    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states,
+                      readouts)
+
+
+def _with_readout(problem, num, mod, basis, args, rhs, extra, set_rates, shape):
+    """(fun, start, unpack) of a trained readout's run: the flat state is the level or modes
+    state followed by v_1..v_K, dv_i/dα = η_v <g_s(x_i) Δ> at level 1 (conventions.md)."""
+    n = int(np.prod(shape))
+
+    def fun(t, s):
+        if not problem.autonomous:
+            set_rates(*num.rates(num.eta_at(t)))
+        y, v = s[:n].reshape(shape), s[n:]
+        with np.errstate(over="ignore", invalid="ignore"):
+            dy = rhs(y, *args, readout=v, **extra)
+            level1, t1 = _level_one(mod, basis, y, num)
+            dv = np.array(mod.readout_rates(np.concatenate([level1, v]), t1, num.ctx),
+                          dtype=s.dtype)
+        return np.concatenate([dy.reshape(-1), num.eta_v * dv])
+
+    y0 = _initial_state(num, basis)
+    start = np.concatenate([y0.reshape(-1), num.v0.astype(y0.dtype)])
+    return fun, start, lambda s: (s[:n].reshape(shape), s[n:])
 
 
 def _by_pieces(problem, num, set_rates, piece, alphas, y0, stats):
@@ -276,12 +321,13 @@ def _initial_state(num, basis):
     return (num.y_levels if basis == "levels" else num.y_modes).copy()
 
 
-def _observables(mod, basis, states, num, ctx, K, M):
-    """ε_g (exact mpf copies of the run's numbers), R1 and Q1 (float64) at every state."""
+def _observables(mod, basis, states, num, ctx, K, M, readouts=()):
+    """ε_g (exact mpf copies of the run's numbers), R1 and Q1 (float64) at every state (and
+    the trained readout's v at each, when given)."""
     eps, v1s = [], []
-    for y in states:
+    for p, y in enumerate(states):
         v1, t1 = _level_one(mod, basis, y, num)
-        e = mod.eps_g(v1, t1, ctx)
+        e = mod.eps_g(np.concatenate([v1, readouts[p]]) if readouts else v1, t1, ctx)
         if not ctx.is_finite(e):
             raise PrecisionLost(f"eps_g is not finite ({e}) in the {basis} basis")
         eps.append(to_mpf(e))
@@ -339,7 +385,8 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     """
     if integrator == "auto":
         integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
-                                                 autonomous=problem.autonomous)
+                                                 autonomous=problem.autonomous
+                                                 and not problem.trained)
     rtol = default_rtol(digits, integrator)
 
     last = alphas[-1]

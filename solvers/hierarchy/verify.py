@@ -145,7 +145,9 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     """
     precision.check_request(basis, dps, digits)
     _check_etas(problem)
-    p = precision.plan(basis, dps, digits, problem.L, autonomous=problem.autonomous)
+    # the Taylor jets hold η constant and carry no trained readout: RK7(8) then
+    p = precision.plan(basis, dps, digits, problem.L,
+                       autonomous=problem.autonomous and not problem.trained)
     tried = []
     if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
         traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,
