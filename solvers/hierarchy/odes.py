@@ -3,15 +3,13 @@
 * ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
   of :mod:`solvers.integrators.rk78`: object arrays of python-flint arb (default) or mpmath mpf, or
   float64 arrays; SciPy's DOP853 is available for comparison.
-* ``solve`` runs a problem under the precision policy of :mod:`solvers.hierarchy.precision`;
-  ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
-  tolerance) agree on ε_g to the requested number of significant digits.
+* The precision policy runs it, in one direction: :mod:`solvers.hierarchy.precision` plans,
+  this module runs, :mod:`solvers.hierarchy.verify` checks (``verify.solve``, ``solve_auto``,
+  ``check_float64_levels`` live there; nothing here imports it).
 * a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
   restarted with each piece's constant η at every switching α (any integrator); "power" sets
   η(α) and e2 = η(α)²/B at every right-hand-side call (RK7(8) only: the Taylor jets hold η
   constant; SciPy's DOP853 comparison path takes no schedule).
-* ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
-  raises :class:`PrecisionLost` when the closure has cancelled the digits away.
 """
 from __future__ import annotations
 
@@ -22,12 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
-from solvers.core.progress import phase
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
-from solvers.core.registry import ensure_printed, load
-from solvers.hierarchy import background, precision
+from solvers.core.registry import load
 from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
                                          default_rtol, estimated_dps, short_dps)
 
@@ -96,7 +92,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     SciPy's DOP853, kept as the comparison (modes basis, L = 64, α ≤ 1000: DOP853 at its tightest
     rtol 1e-13 reaches 1.5e-9 on ε_g, RK7(8) at rtol 1e-14 reaches 7e-13; BENCHMARKS.md).
     A float64 level-basis run is returned as computed: callers check it with
-    ``check_float64_levels`` (``solvers.app.solve.run`` does).
+    ``verify.check_float64_levels`` (``solvers.app.solve.run`` does).
 
     With flint, ``matrix_rhs`` (default) runs the system as arb_mat algebra
     (:mod:`solvers.core.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
@@ -369,61 +365,12 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
     return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
 
 
-def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
-               start_dps: int | None = None, max_rounds: int = 5, progress=None,
-               integrator: str = "auto", concurrent: bool | None = None, monitor=None):
-    """Raise precision until two runs agree on ε_g to ``digits`` significant digits
-    (``precision.settle``).
-
-    The second run of each pair has more digits *and* a 100x tighter tolerance (than the first of
-    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.
-    Returns the second run.
-    ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
-    ``concurrent``: run the two runs of a pair at once in two processes (default: when
-    ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
-    one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
-    """
-    if integrator == "auto":
-        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
-                                                 autonomous=problem.autonomous
-                                                 and not problem.trained)
-    rtol = default_rtol(digits, integrator)
-
-    last = alphas[-1]
-    last = float(Fraction(last)) if isinstance(last, str) else float(last)
-
-    def run(dps, tighter, progress=progress):
-        r = rtol / 100 ** int(tighter)
-        label = (f"run 1/2 at {dps} digits, rtol {r:.0e}" if not tighter else
-                 f"run 2/2 (check) at {dps} digits, rtol {r:.0e}")
-        with phase(progress, label, last) as tick:
-            return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                     dps=dps, rtol=r, progress=tick, integrator=integrator,
-                                     monitor=monitor)
-
-    # the first run of a pair in a child process when two CPUs are free (precision.settle);
-    # the progress bar follows the checking run, which this process computes
-    concurrent = background.concurrent_allowed() if concurrent is None else concurrent
-    # a system not checked in is printed here, before a child is forked (whose stderr goes
-    # nowhere): once, announced on this process's stderr
-    ensure_printed(problem.key)
-    info = {}
-    second, _, checked, agree = precision.settle(
-        run, lambda t: t.eps_g, digits=digits,
-        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
-        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info)
-    second.stats["agreement_digits"] = agree
-    second.stats["checked_against_dps"] = checked
-    second.stats["concurrent_runs"] = info["concurrent"]
-    return second
-
-
-def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:
-    """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
-    agree = agreement_digits(levels.eps_g, modes.eps_g)
-    if agree < digits:
-        raise PrecisionLost(
-            f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
-            f"to only {max(agree, 0):.1f} digits (asked for {digits}); use basis = \"modes\" "
-            f"or an arbitrary-precision dps")
-    return agree
+def __getattr__(name):
+    # moved to solvers.hierarchy.verify (plan -> run -> verify): the old names keep working
+    if name in ("solve_auto", "check_float64_levels"):
+        import warnings
+        warnings.warn(f"solvers.hierarchy.odes.{name} is solvers.hierarchy.verify.{name} now",
+                      DeprecationWarning, stacklevel=2)
+        from solvers.hierarchy import verify
+        return getattr(verify, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
