@@ -1,7 +1,8 @@
 """Learning-rate schedules in the ODEs ([training] schedule; conventions in
-docs/theory/conventions.md): η(α) = η (1 + α/α0)^(-p) ("power", integrated by the RK7(8) with η
-evaluated at every stage's α) and piecewise-constant "steps" (integrated piece by piece, the
-integrator restarted at each switching α, on every route including the Taylor series).
+docs/theory/conventions.md): η(α) = η (1 + α/α0)^(-p) ("power": the RK7(8) evaluates η at every
+stage's α, the Taylor series carries η(α)'s series; tests/test_taylor_schedule.py compares the
+two) and piecewise-constant "steps" (integrated piece by piece, the integrator restarted at each
+switching α, on every route including the Taylor series).
 
 References are independent of the code under test: the linear K = M = 1 equations written out
 in the modes basis and integrated by mpmath's Taylor-series ODE solver; two constant-η solves
@@ -102,8 +103,8 @@ def test_power_schedule_against_the_written_out_linear_odes(cache, basis):
     alphas = [0.5, 2.0, 6.0]
     sched = {"kind": "power", "alpha0": "0.5", "p": "0.75"}
     res = solve_spec(parse_spec(_linear_doc(sched, basis, alphas)))
-    # the policy runs the RK7(8) (the Taylor jets hold η constant)
-    assert "/rk78/" in res["meta"]["route"] and res["meta"]["agreement_digits"] >= DIGITS
+    # the policy runs the Taylor series, which carries η(α) in its jets
+    assert "/taylor/" in res["meta"]["route"] and res["meta"]["agreement_digits"] >= DIGITS
     assert res["meta"]["schedule"] == {"kind": "power", "alpha0": 0.5, "p": 0.75}
     got = [mpmath.mpf(e) for e in res["eps_g"]]
     ref = _power_reference("0.3", "0.5", "0.75", alphas)
@@ -161,19 +162,16 @@ def test_steps_schedule_equals_two_chained_constant_solves(cache, basis, arithme
     assert agreement_digits(stepped.eps_g[2:], constant.eps_g[2:]) < 3
 
 
-def test_power_schedule_refuses_the_taylor_route_and_the_policy_avoids_it(cache):
+def test_power_schedule_keeps_the_taylor_route_and_refuses_the_stiff_modes_kernel(cache):
     problem = problem_of(parse_spec(_linear_doc({"kind": "power", "alpha0": 1, "p": 1},
                                                 "levels", [1.0])))
     assert not problem.autonomous
-    with pytest.raises(ValueError, match="power schedule") as err:
-        integrate_problem(problem, [1.0], basis="levels", dps=30, integrator="taylor")
-    assert "\n" not in str(err.value)
     # the stiff modes kernel (constant η) refuses a schedule instead of ignoring it
     from solvers.hierarchy import modes_fast
     with pytest.raises(ValueError, match="schedule"):
         modes_fast.inputs_from_problem(problem)
     for dps in ("auto", 40):
-        assert precision.plan("levels", dps, 12, 2, autonomous=False).integrator == "rk78"
+        assert precision.plan("levels", dps, 12, 2).integrator == "taylor"
         assert precision.plan("levels", dps, 12, 2).integrator == "taylor"
 
 
@@ -190,7 +188,7 @@ def test_erf_power_schedule_levels_agree_with_modes(cache):
     levels, modes = (solve_spec(parse_spec(doc(b))) for b in ("levels", "modes"))
     for r in (levels, modes):
         assert r["meta"]["agreement_digits"] >= digits
-        assert "rodas4" not in r["meta"]["route"] and "taylor" not in r["meta"]["route"]
+        assert "rodas4" not in r["meta"]["route"] and "/taylor/" in r["meta"]["route"]
     eps = [[mpmath.mpf(e) for e in r["eps_g"]] for r in (levels, modes)]
     # each claims `digits` verified digits, so they may differ by two units of the last
     assert agreement_digits(*eps) >= digits - 0.5

@@ -8,8 +8,11 @@
   ``check_float64_levels`` live there; nothing here imports it).
 * a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
   restarted with each piece's constant η at every switching α (any integrator); "power" sets
-  η(α) and e2 = η(α)²/B at every right-hand-side call (RK7(8) only: the Taylor jets hold η
-  constant; SciPy's DOP853 comparison path takes no schedule).
+  η(α) and e2 = η(α)²/B at every right-hand-side call of the RK7(8); the Taylor integrator
+  carries η(α)'s series in its jets (SciPy's DOP853 comparison path takes no schedule).
+* a trained readout (``Problem.trained``): v_1..v_K follow the level or modes state in the
+  integrator's flat state (RK7(8) on object arrays: neither the Taylor jets nor the arb_mat
+  algebra carry v).
 """
 from __future__ import annotations
 
@@ -106,9 +109,6 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
     if integrator not in ("rk78", "taylor"):
         raise ValueError(f"integrator must be 'rk78' or 'taylor', got {integrator!r}")
-    if not problem.autonomous and integrator == "taylor":
-        raise ValueError("a power schedule makes eta depend on alpha, which the Taylor "
-                         "integrator's jets (constant eta) do not carry: use integrator = 'rk78'")
     if problem.schedule is not None and arithmetic == "scipy":
         raise ValueError("arithmetic = 'scipy' runs a constant eta only: use 'float64' (the "
                          "same RK7(8) as arbitrary precision) for a schedule")
@@ -227,7 +227,8 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
             def piece(points, y, counts):
                 return integrate_taylor(arb_rhs, jets, points, y, tol=rtol,
                                         jet_dps=short_dps(rtol, ctx.dps), progress=progress,
-                                        stats=counts, monitor=monitor)
+                                        stats=counts, monitor=monitor,
+                                        schedule=None if problem.autonomous else problem.schedule)
 
             flat = _by_pieces(problem, num, set_rates, piece,
                               [_exact_alpha(a) for a in alphas], start, stats)

@@ -73,12 +73,13 @@ TAYLOR_MIN_DIGITS = 1
 
 
 def choose_integrator(basis: str, arithmetic: str, digits: int, L: int,
-                      autonomous: bool = True) -> str:
+                      jets: bool = True) -> str:
     """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
     from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath).
-    ``autonomous=False`` (a power learning-rate schedule, η(α)): the RK7(8), whose
-    right-hand side is evaluated at each stage's α; the Taylor jets hold η constant."""
-    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and autonomous:
+    A power learning-rate schedule chooses the same (the Taylor series carries η(α)'s own
+    series).  ``jets=False``: the system has no Taylor jets (a trained readout, whose v the
+    jets do not carry): the RK7(8)."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and jets:
         return "taylor"
     return "rk78"
 
@@ -134,7 +135,7 @@ def fast_rtol(digits: int) -> float:
     return 10.0 ** -(digits + FAST_EXTRA_DIGITS)
 
 
-def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
+def plan(basis: str, dps, digits: int, L: int, jets: bool = True) -> Plan:
     """The precision policy of ``[solve] dps``:
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
@@ -147,12 +148,12 @@ def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
 
-    ``autonomous=False`` (a power schedule): every flint route runs the RK7(8) instead of the
-    Taylor series (``choose_integrator``); the caller skips the ``faster`` route, whose stiff
-    solver has a constant η.
+    A power schedule gets the same integrators (the Taylor series carries η(α)); the caller
+    skips the ``faster`` route, whose stiff solver has a constant η.  ``jets=False`` (a
+    trained readout): the RK7(8) where the Taylor series would run (``choose_integrator``).
     """
     def pick(arithmetic):
-        return choose_integrator(basis, arithmetic, digits, L, autonomous)
+        return choose_integrator(basis, arithmetic, digits, L, jets)
 
     if dps == "float64":
         return Plan("float64", pick("float64"), None, default_rtol(digits, pick("float64")),

@@ -135,8 +135,7 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     """
     if integrator == "auto":
         integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
-                                                 autonomous=problem.autonomous
-                                                 and not problem.trained)
+                                                 jets=not problem.trained)
     rtol = default_rtol(digits, integrator)
 
     last = alphas[-1]
@@ -297,9 +296,8 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     """
     precision.check_request(basis, dps, digits)
     _check_etas(problem)
-    # the Taylor jets hold η constant and carry no trained readout: RK7(8) then
-    p = precision.plan(basis, dps, digits, problem.L,
-                       autonomous=problem.autonomous and not problem.trained)
+    # the Taylor jets carry no trained readout: RK7(8) then
+    p = precision.plan(basis, dps, digits, problem.L, jets=not problem.trained)
     tried = []
     if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
         traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,

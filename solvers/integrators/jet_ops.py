@@ -15,12 +15,15 @@ coefficients (FN_INDEX order), N_OUTPUTS in all;
 ``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
 
 All functions here take lists of Taylor coefficients (any number type supporting ``+ * /``) and return
-coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result where needed.
+coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result where needed;
+``linear_power`` (the learning-rate schedule's series, used by solvers/integrators/taylor.py,
+not by the printed modules) returns a whole list of exact coefficients instead.
 """
 
+from fractions import Fraction
 from operator import mul as _m
 
-__all__ = ["mul", "sqr", "inv", "pow", "asin", "orthant"]
+__all__ = ["mul", "sqr", "inv", "pow", "asin", "orthant", "linear_power"]
 
 
 def mul(u, v, k):
@@ -64,3 +67,23 @@ def orthant(pairs, k):
         else:
             total = total + k*u[k]*g
     return total/k
+
+
+def linear_power(e, r, n):
+    """Coefficients 0 .. n-1 of (1 + r τ)^e, exact: C(e, k) r^k (binomial series).
+
+    ``e``, ``r``: exact rationals (Fraction or int).  The same numbers as the ``pow`` recurrence
+    k u_0 w_k = Σ_j (e j - (k - j)) u_j w_(k-j) for the linear u = 1 + r τ (only j = 1 is
+    nonzero): w_k = w_(k-1) (e - k + 1) r / k.  The power learning-rate schedule
+    η(α0 + τ) = η (1 + α0/a0)^(-p) (1 + τ/(a0 + α0))^(-p) is this with e = -p, r = 1/(a0 + α0).
+
+    Examples
+    --------
+    >>> [str(c) for c in linear_power(-1, 2, 4)]
+    ['1', '-2', '4', '-8']
+    """
+    e, r = Fraction(e), Fraction(r)
+    out = [Fraction(1)]
+    for k in range(1, n):
+        out.append(out[-1] * (e - k + 1) * r / k)
+    return out

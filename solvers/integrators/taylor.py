@@ -21,6 +21,16 @@ radius estimate (‖Y_0‖/‖Y_k‖)^(1/k) from the last two coefficients (each
 to itself, the smallest over rows: the level rows span hundreds of orders of magnitude),
 h = ρ / e² · exp(-0.7/(p-1)), so that the first neglected term is ≈ tol relative to each row.
 Output points inside a step are evaluated from the step's own series (dense output).
+
+A power learning-rate schedule η(α) = η (1 + α/a0)^(-p) (``schedule=("power", a0, p)``): the a
+coefficients carry exactly one factor η, f (the η² term) none, and e2 = η²/B multiplies it
+(derive/hierarchy.py), so with s(α) = η(α)/η the right-hand side is s·[C Y A_s + T A_t]
++ s²·[e2 ν f] − s·[η κ decay Y], every bracket at the constant η.  The printed jets keep running
+at the constant η; coefficient k of s·A_s, s·A_t and s²·f are Cauchy products of their jets
+with the series of s and s² about the step's start (the binomial series of a power of a linear
+function, exact coefficients: jet_ops.linear_power), on the N_STATE-sized coefficient matrices,
+so the cost does not grow with L.  Weight decay takes the product with the state's own series.
+
 From order FIXED_POINT_MIN_ORDER on (up to FIXED_POINT_MAX_ROWS levels), the level-basis series
 runs on fmpz integers (solvers/integrators/fixed_series.py); its coefficients come back scaled
 (Y_k = 2^(u_r - σk) Ỹ_k per row r), and the step is kept <= 2^σ so that the integers' unit
@@ -31,7 +41,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["taylor_order", "integrate_taylor", "TaylorSeries"]
+__all__ = ["taylor_order", "integrate_taylor", "TaylorSeries", "rate_series"]
 
 _LN2 = math.log(2.0)
 
@@ -81,10 +91,38 @@ class TaylorSeries:
     forcing and the index maps); ``jets`` the generated module ``<tag>_taylor``.
     """
 
-    def __init__(self, rhs, jets, jet_dps: int):
+    def __init__(self, rhs, jets, jet_dps: int, schedule=None):
         self.rhs, self.jets, self.jet_dps = rhs, jets, jet_dps
         self.extend = jets.jets_extend if rhs.has_e2 else jets.jets_extend_a
         self.levels = rhs.basis == "levels"
+        self.schedule = _checked_schedule(schedule)
+
+    def rate_series(self, t, n: int):
+        """Series of s(α) = η(α)/η and s² about α = ``t`` (exact), coefficients 0 .. n-1, at
+        the jets' short precision (like η inside them: a rounding shared by every row); None
+        without a schedule.  s(t + τ) = (1 + t/a0)^(-p) (1 + τ/(a0 + t))^(-p)."""
+        if self.schedule is None:
+            return None
+        with self.rhs.ctx.workdps(self.jet_dps):
+            s, q = rate_series(self.schedule, t, n, self.rhs.ctx, squared=self.rhs.has_e2)
+            return [x.mid() for x in s], (None if q is None else [x.mid() for x in q])
+
+    def _scaled(self, raw, rate, k):
+        """Coefficient k of (s A_s, s A_t, s² f): Cauchy products of the schedule's series with
+        the jets of the constant-η coefficients (``raw``), on the small N_STATE-sized
+        matrices (independent of L), at the jets' short precision."""
+        s, q = rate
+        with self.rhs.ctx.workdps(self.jet_dps):
+            out = []
+            for m, w in enumerate((s, s, q)):
+                if w is None:                       # order 1: f is never used
+                    out.append(raw[k][m])
+                    continue
+                acc = raw[k][m] * w[0]
+                for i in range(1, k + 1):
+                    acc += raw[k - i][m] * w[i]
+                out.append(acc.mid())
+        return tuple(out)
 
     def _short(self, fn, *args):
         # the jets are row-independent scalars: short precision, scoped by the number context
@@ -95,8 +133,8 @@ class TaylorSeries:
     def _v1(self, Y):
         return self.rhs.level_one(Y)
 
-    def coefficients(self, Y0, order: int):
-        """[Y_0, ..., Y_order] for the state Y0."""
+    def coefficients(self, Y0, order: int, t=0):
+        """[Y_0, ..., Y_order] for the state Y0 at α = ``t`` (exact; used by a schedule only)."""
         rhs = self.rhs
         v1 = self._v1(Y0)
         state_out = {}
@@ -108,6 +146,13 @@ class TaylorSeries:
 
         mats = [rhs._matrices(self._short(start))]
         state = state_out["state"]
+        # a power schedule: the jets run at the constant base η (rhs.eta), and each order's
+        # coefficients are the Cauchy products with η(α)/η (a), (η(α)/η)² (f); ``raw`` keeps
+        # the constant-η ones.  Without a schedule nothing below changes.
+        rate = self.rate_series(t, order)
+        if rate is not None:
+            raw = mats
+            mats = [self._scaled(raw, rate, 0)]
         Ys = [Y0]
         Zs = [rhs.C * Y0] if self.levels else [Y0]
         for k in range(order):
@@ -120,14 +165,24 @@ class TaylorSeries:
             if rhs.has_e2:
                 S += rhs.forcing * (mats[k][2] * rhs.e2)
             if rhs.has_decay:                  # weight decay: linear in the state itself
-                S -= Ys[k] * rhs.Dd
+                if rate is None:
+                    S -= Ys[k] * rhs.Dd
+                else:                          # -η(α) κ y: coefficient k of s·Y
+                    sY = Ys[k] * rate[0][0]
+                    for i in range(1, k + 1):
+                        sY += Ys[k - i] * rate[0][i]
+                    S -= sY * rhs.Dd
             Y = S / (k + 1)
             Ys.append(Y)
             if k + 1 < order:
                 Zs.append(rhs.C * Y if self.levels else Y)
                 v1k = self._v1(Y)
-                mats.append(rhs._matrices(self._short(
-                    self.extend, state, [+x for x in v1k], k + 1)))
+                new = rhs._matrices(self._short(self.extend, state, [+x for x in v1k], k + 1))
+                if rate is None:
+                    mats.append(new)
+                else:
+                    raw.append(new)
+                    mats.append(self._scaled(raw, rate, k + 1))
         return Ys
 
 
@@ -143,8 +198,13 @@ def _mid_mat(Y):
 
 
 def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int | None = None,
-                     max_steps: int = 10_000_000, progress=None, stats=None, monitor=None):
+                     max_steps: int = 10_000_000, progress=None, stats=None, monitor=None,
+                     schedule=None):
     """States (arb_mat) at ``t_points`` (exact Fractions, increasing, the first = start).
+
+    schedule: None (constant η) or ``("power", a0, p)`` (exact; ``Problem.schedule``'s form):
+    η(α) = η (1 + α/a0)^(-p) with η = ``rhs.eta``, the α of ``t_points``; carried in the series
+    (module docstring).
 
     progress: ``progress(t)`` after every step; monitor: ``monitor(t, Y)`` after every step
     (it may raise to stop the run).
@@ -157,11 +217,12 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     from solvers.integrators.rk78 import IntegrationError
 
     p = order or taylor_order(tol)
-    series = TaylorSeries(rhs, jets, jet_dps)
+    series = TaylorSeries(rhs, jets, jet_dps, schedule)
     fixed = None
-    # the fixed-point series has the original model's terms only (no noise, no weight decay)
+    # the fixed-point series has the original model's terms only (no noise, no weight decay,
+    # constant η)
     if (rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS
-            and not rhs.has_noise and not rhs.has_decay):
+            and not rhs.has_noise and not rhs.has_decay and series.schedule is None):
         from solvers.integrators.fixed_series import FixedPointSeries
         fixed = FixedPointSeries(rhs, jets, series._short, series.extend, jet_dps)
     safety = math.exp(-2.0) * math.exp(-0.7 / (p - 1))
@@ -188,7 +249,7 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
             elif h > 0:
                 sigma = math.ceil(math.log2(h))
         else:
-            Ys = series.coefficients(Y, p)
+            Ys = series.coefficients(Y, p, t)
             scale = None
             h = _step_size(Ys, probe, p, safety, log_tol, 0.0)
         t_end = pts[-1]
@@ -215,6 +276,50 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     if stats is not None:
         stats.update(n_steps=n_steps, order=p, n_fevals=n_steps * p)
     return out
+
+
+def rate_series(schedule, t, n: int, ctx, *, squared: bool = True):
+    """Taylor coefficients 0 .. n-1 about α = ``t`` of s(α) = η(α)/η = (1 + α/a0)^(-p) and
+    (``squared``; else None) of s², for ``schedule = ("power", a0, p)``, as numbers of ``ctx``
+    at its current precision.
+
+    s(t + τ) = (1 + t/a0)^(-p) (1 + τ/(a0 + t))^(-p): the value at ``t`` times the binomial
+    series of a power of a linear function, whose coefficients are exact
+    (:func:`solvers.integrators.jet_ops.linear_power`), so each coefficient is rounded once.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from solvers.core.numbers import context
+    >>> ctx = context("flint", 30)
+    >>> with ctx:
+    ...     s, q = rate_series(("power", Fraction(1), Fraction(1)), Fraction(1), 3, ctx)
+    >>> [x.mid().str(5, radius=False) for x in s]      # 1/(1 + α) at α = 1: 1/2, -1/4, 1/8
+    ['0.50000', '-0.25000', '0.12500']
+    """
+    from solvers.integrators.jet_ops import linear_power
+    _, a0, p = _checked_schedule(schedule)
+    t = Fraction(t)
+    r = 1 / (a0 + t)
+    s0 = ctx.convert(1 + t / a0) ** ctx.convert(-p)
+    s = [s0 * ctx.convert(c) for c in linear_power(-p, r, n)]
+    q = [s0 * s0 * ctx.convert(c) for c in linear_power(-2 * p, r, n)] if squared else None
+    return s, q
+
+
+def _checked_schedule(schedule):
+    """None or ("power", a0, p) with exact a0 > 0, p >= 0 (ValueError otherwise): a "steps"
+    schedule is run piece by piece at constant η by the caller, never through here."""
+    if schedule is None:
+        return None
+    if schedule[0] != "power" or len(schedule) != 3:
+        raise ValueError(f"the Taylor series carries a power schedule ('power', a0, p) only, "
+                         f"got {schedule!r}")
+    _, a0, p = schedule
+    a0, p = Fraction(a0), Fraction(p)
+    if not (a0 > 0 and p >= 0):
+        raise ValueError(f"power schedule a0 = {a0} must be > 0 and p = {p} >= 0")
+    return ("power", a0, p)
 
 
 def _probe(cols):
