@@ -21,9 +21,14 @@ Timings: the Euler loop here is pure Python (≈ 0.3 ms per right-hand side); th
 much faster per step, so the time ratio says how the verified solve compares with the plainest
 integrator a user would write in Python, not with the peers' binaries.
 
+With ``--trained`` the second layer is learned too (η_v = ETA_V, nn2pp's ``--both``): v joins
+the state of both (the solve's RK7(8) route, the Euler loop's fourth block), and the table adds
+the deviation of v.
+
 Run:  .venv/bin/python bench/bench_peers.py            (η = 0.1 to α = 5000, η = 0.5 to 1000;
                                                         ~10 min of CPU with the dt = 0.005 runs)
       .venv/bin/python bench/bench_peers.py --quick    (α ≤ 200 and 100, without the escape)
+      .venv/bin/python bench/bench_peers.py --trained  (a trained readout)
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from peers import nn2pp_equations as nn2pp  # noqa: E402
 
 K, M, N, SIGMA_J, SEED = 2, 2, 500, 0.1, 0
 DT = 0.01
+ETA_V = 0.3
 READOUT_V = [np.sqrt(M) / K] * K
 READOUT_A = [1 / np.sqrt(M)] * M
 
@@ -64,8 +70,8 @@ def exact(x: float) -> str:
     return str(Decimal(x))          # the binary value, every digit
 
 
-def verified(Q, R, T, eta, alphas):
-    """ε_g of solvers.solve at 12 digits from (Q, R, T), and its wall time."""
+def verified(Q, R, T, eta, alphas, trained=False):
+    """ε_g of solvers.solve at 12 digits from (Q, R, T), its wall time, meta and v (trained)."""
     import solvers
     mat = lambda X: [[exact(x) for x in row] for row in X]   # noqa: E731
     spec = {"model": {"activation": "erf", "K": K, "M": M},
@@ -73,26 +79,34 @@ def verified(Q, R, T, eta, alphas):
             "training": {"eta": eta, "init": "explicit"},
             "init": {"levels": {"R": [mat(R)], "Q": [mat(Q)], "T": [mat(T), mat(T)]}},
             "solve": {"alphas": [float(a) for a in alphas], "basis": "levels", "digits": 12}}
+    if trained:
+        spec["model"]["readout"] = "trained"
+        spec["training"]["eta_readout"] = ETA_V
     t0 = time.perf_counter()
     r = solvers.solve(spec)
-    return np.asarray(r.eps_g, dtype=float), time.perf_counter() - t0, r.meta
+    return np.asarray(r.eps_g, dtype=float), time.perf_counter() - t0, r.meta, r.v
 
 
-def euler(Q, R, T, eta, alphas, dt):
-    """ε_g of the peers' scheme at the output times, and its wall time."""
+def euler(Q, R, T, eta, alphas, dt, trained=False):
+    """ε_g (and v) of the peers' scheme at the output times, and its wall time."""
     steps = {round(a / dt): i for i, a in enumerate(alphas)}
     out = np.empty(len(alphas))
+    vs = np.empty((len(alphas), K))
     Q, R = np.array(Q, dtype=object), np.array(R, dtype=object)
     v = np.array(READOUT_V, dtype=object)
+    extra = {"lr2": ETA_V, "both": True} if trained else {}
     t0 = time.perf_counter()
     for k in range(max(steps) + 1):
         if k in steps:
             out[steps[k]] = nn2pp.eps_g(Q, R, T, v, READOUT_A)
+            vs[steps[k]] = np.asarray(v, dtype=float)
         if k == max(steps):
             break
-        dQ, dR, _ = nn2pp.rhs(Q, R, T, v, READOUT_A, lr=eta)
+        dQ, dR, dv = nn2pp.rhs(Q, R, T, v, READOUT_A, lr=eta, **extra)
         Q, R = Q + dt * dQ, R + dt * dR
-    return out, time.perf_counter() - t0
+        if trained:
+            v = v + dt * np.asarray(dv, dtype=object)
+    return out, time.perf_counter() - t0, vs
 
 
 def phases(alphas, ref):
@@ -118,19 +132,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="short runs (no plateau escape)")
     ap.add_argument("--no-halving", action="store_true", help="skip the dt = 0.005 check")
+    ap.add_argument("--trained", action="store_true", help=f"trained readout, η_v = {ETA_V}")
     args = ap.parse_args()
     runs = [(0.1, 200.0), (0.5, 100.0)] if args.quick else [(0.1, 5000.0), (0.5, 1000.0)]
+    tr = args.trained
     Q, R, T = initial_condition()
     print(f"## Peers' forward Euler (dt = {DT}, float64) vs solve (12 digits), erf K = M = 2, "
-          f"L = 1\n\nload {load_avg()}; σ_J = {SIGMA_J}, N = {N}, seed {SEED}\n")
+          f"L = 1{f', trained readout η_v = {ETA_V}' if tr else ''}\n\n"
+          f"load {load_avg()}; σ_J = {SIGMA_J}, N = {N}, seed {SEED}\n")
     for eta, amax in runs:
         alphas = grid(amax)
-        ref, t_ref, meta = verified(Q, R, T, eta, alphas)
-        eul, t_eul = euler(Q, R, T, eta, alphas, DT)
+        ref, t_ref, meta, v_ref = verified(Q, R, T, eta, alphas, tr)
+        eul, t_eul, v_eul = euler(Q, R, T, eta, alphas, DT, tr)
         rel = np.abs(eul - ref) / ref
+        if tr:
+            print(f"max |v_Euler - v_solve| over α: {np.abs(v_eul - v_ref).max():.2e} "
+                  f"(v moves from {v_ref[0, 0]:.4f} to {v_ref[-1, 0]:.4f}, "
+                  f"{v_ref[-1, 1]:.4f})\n")
         half = None
         if not args.no_halving:
-            eul2, _ = euler(Q, R, T, eta, alphas, DT / 2)
+            eul2 = euler(Q, R, T, eta, alphas, DT / 2, tr)[0]
             half = np.abs(eul2 - ref) / ref
         print(f"### η = {eta}, α ≤ {amax:g}: solve {t_ref:.1f} s wall (dps {meta.get('dps')}, "
               f"agreement {meta.get('agreement_digits')} digits), Euler {t_eul:.1f} s wall "

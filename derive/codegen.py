@@ -202,7 +202,8 @@ def _derivatives(exprs, variables):
 @lru_cache(maxsize=8)
 def _derive(key: SystemKey) -> _Derivation:
     h = Hierarchy(key)
-    v1, t1 = h.v1.state, h.v1.teacher
+    # with a trained readout the v_i are arguments too, after the level-1 state
+    v1, t1 = list(h.v1.state) + h.v, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
     args = list(v1) + list(t1) + [h.eta]
     a_idx = [(s, t) for s in range(n) for t in range(n + nt) if h.a[s, t] != 0]
@@ -214,7 +215,9 @@ def _derive(key: SystemKey) -> _Derivation:
     fn_idx = [s for s in range(n) if h.fn[s] != 0]
     fn_exprs = [h.fn[s] for s in fn_idx]
     _check_symbols(fn_exprs, list(v1) + list(t1), f"{key.tag} noise coefficients")
-    dfn_idx, dfn_exprs = _derivatives(fn_exprs, v1)
+    dfn_idx, dfn_exprs = _derivatives(fn_exprs, h.v1.state)
+    _check_symbols(h.readout_rates if key.trained else [], list(v1) + list(t1),
+                   f"{key.tag} readout rates")
     return _Derivation(h, a_idx, f_idx, a_exprs, f_exprs, fn_idx, fn_exprs, dfn_idx, dfn_exprs)
 
 
@@ -228,7 +231,8 @@ def render(key: SystemKey, target: str | None = None) -> str:
     v1, t1 = h.v1.state, h.v1.teacher
     n, nt = h.n_state, h.n_teacher
 
-    unpack = (f"    {', '.join(map(str, v1))}, = v1\n"
+    # a trained readout's v_i follow the level-1 state in the v1 argument
+    unpack = (f"    {', '.join(map(str, list(v1) + h.v))}, = v1\n"
               f"    {', '.join(map(str, t1))}, = t1\n")
     replacements, reduced = cse(a_exprs + f_exprs, "x")
     coef_lines, coef_out = _print_program(replacements, reduced, printer)
@@ -274,6 +278,13 @@ def render(key: SystemKey, target: str | None = None) -> str:
     src += function("noise_coefficients(v1, t1, ctx=None)",
                     "Label-noise coefficients fn (FN_INDEX order) then d fn / d v1 (DFN_INDEX "
                     "order).", noise_lines, f"({', '.join(noise_out)},)")
+    if key.trained:
+        # dv_i/dα = η_v <g_s(x_i) Δ>; v1 is (level-1 state, v_1..v_K) in every function here
+        rate_lines, rate_out = _block(h.readout_rates, printer)
+        src += "\n\nTRAINED, N_READOUT = True, " + f"{key.K}\n"
+        src += function("readout_rates(v1, t1, ctx=None)",
+                        "<g_s(x_i) Delta> for i = 1..K (dv_i/dalpha = eta_readout times these); "
+                        "v1 = (level-1 state, v_1..v_K).", rate_lines, f"({', '.join(rate_out)},)")
     return src
 
 

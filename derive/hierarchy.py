@@ -78,6 +78,9 @@ class Hierarchy:
         self.e2 = sp.Symbol("e2", nonnegative=True)
         self.n_state = len(self.v1.state)
         self.n_teacher = len(self.v1.teacher)
+        # a trained readout: the student's v_i are state (level-independent, like T), so the
+        # coefficients a, f and ε_g are functions of (v1, v); empty for fixed readouts
+        self.v = [sp.Symbol(f"v_{i + 1}", real=True) for i in range(K)] if key.trained else []
 
     # -- the Gaussian fields ---------------------------------------------------------------
     def _cov3(self, first, second, third):
@@ -190,15 +193,22 @@ class Hierarchy:
     # -- the readouts ----------------------------------------------------------------------
     @cached_property
     def readouts(self):
-        """(v, u): the student and teacher second-layer weights as exact SymPy numbers."""
+        """(v, u): the student and teacher second-layer weights as exact SymPy numbers (v as
+        the symbols ``self.v`` when the readout is trained)."""
         vals = [sp.sympify(x, rational=True) for x in self.key.readouts]
-        return vals[:self.key.K], vals[self.key.K:]
+        v = list(self.v) if self.key.trained else vals[:self.key.K]
+        return v, vals[self.key.K:]
+
+    @property
+    def _general_readouts(self) -> bool:
+        # the paper's fixed readouts keep the forms the checked-in modules were printed from
+        return self.key.readout is not None or self.key.trained
 
     # -- the equations ---------------------------------------------------------------------
     @cached_property
     def _parts(self):
         """Per equation: (linear part, η² bracket) with rhs = lin + e2·ν·quad."""
-        if self.key.readout is not None:
+        if self._general_readouts:
             return self._parts_readouts()
         K, M = self.key.K, self.key.M
         I3, I4 = self._I3, self._I4
@@ -317,7 +327,7 @@ class Hierarchy:
         I2 = self._I2
         xs = [("x", i) for i in range(K)]
         ys = [("y", n) for n in range(M)]
-        if self.key.readout is not None:
+        if self._general_readouts:
             v, u = self.readouts
             tt = sp.Add(*[u[n] * u[m] * I2(ys[n], ys[m]) for n in range(M) for m in range(M)])
             ss = sp.Add(*[v[i] * v[j] * I2(xs[i], xs[j]) for i in range(K) for j in range(K)])
@@ -327,6 +337,18 @@ class Hierarchy:
         ss = sp.Add(*[I2(u, w) for u in xs for w in xs])
         st = sp.Add(*[I2(u, w) for u in xs for w in ys])
         return sp.Rational(1, 2) * (tt / M + sp.Integer(M) / K**2 * ss - sp.Integer(2) / K * st)
+
+    @cached_property
+    def readout_rates(self) -> list:
+        """<g_s(x_i) Δ> for i = 1..K: dv_i/dα = η_v · readout_rates[i] for a trained readout
+        (conventions.md; level 1 only: v multiplies the unit's output, not a generalised
+        field); Δ is the clean error, the label noise averaging out at first order."""
+        K, M = self.key.K, self.key.M
+        v, u = self.readouts
+        xs = [("x", i) for i in range(K)]
+        ys = [("y", n) for n in range(M)]
+        return [sp.Add(*[u[m] * self._I2(xs[i], ys[m]) for m in range(M)])
+                - sp.Add(*[v[k] * self._I2(xs[i], xs[k]) for k in range(K)]) for i in range(K)]
 
     def labels(self) -> list[str]:
         return state_labels(self.key.K, self.key.M)

@@ -13,6 +13,8 @@ system.
 'relu_erf_K2_M2'
 >>> SystemKey("erf", 1, 1, teacher="erf") == SystemKey("erf", 1, 1)
 True
+>>> SystemKey("erf", 2, 2, trained=True).tag        # v learned: it joins the state
+'erf_K2_M2_tv'
 """
 from __future__ import annotations
 
@@ -77,6 +79,10 @@ class SystemKey:
         The fixed second-layer weights (v_1..v_K, u_1..u_M) as exact SymPy texts (e.g.
         ``"1/2"``, ``"sqrt(2)/2"``); None is the paper's normalisation v_i = sqrt(M)/K,
         u_n = 1/sqrt(M).  Readouts equal to the paper's are stored as None.
+    trained : bool
+        The student's readouts v are learned (they join the state; the module takes them as
+        arguments).  The system then depends on the teacher's u only: the v entries of
+        ``readout`` are stored as the paper's, and the initial v belongs to the problem.
     """
 
     activation: str
@@ -84,6 +90,7 @@ class SystemKey:
     M: int
     teacher: str | None = None
     readout: tuple | None = None
+    trained: bool = False
 
     def __post_init__(self):
         for name in ("K", "M"):
@@ -99,8 +106,12 @@ class SystemKey:
             if len(readout) != self.K + self.M:
                 raise ValueError(f"readout must have K + M = {self.K + self.M} entries "
                                  f"(v_1..v_K, u_1..u_M), got {len(readout)}")
+            if self.trained:        # v is state, not part of the system
+                readout = paper_readout(self.K, self.M)[:self.K] + readout[self.K:]
             object.__setattr__(self, "readout", None if readout == paper_readout(self.K, self.M)
                                else readout)
+        if not isinstance(self.trained, bool):
+            raise ValueError(f"trained must be True or False, got {self.trained!r}")
 
     @property
     def student(self) -> str:
@@ -119,7 +130,7 @@ class SystemKey:
     def is_plain(self, *activations) -> bool:
         """True for teacher = student in ``activations`` (default erf, linear) with the paper's
         readouts: the systems of the original model, which every route supports."""
-        return (self.teacher is None and self.readout is None
+        return (self.teacher is None and self.readout is None and not self.trained
                 and self.activation in (activations or ACTIVATIONS))
 
     @property
@@ -132,7 +143,10 @@ class SystemKey:
         """Human-readable name, e.g. ``relu/erf K=2 M=2`` (student/teacher)."""
         act = (self.activation if self.teacher is None
                else f"{self.activation}/{self.teacher}")
-        extra = "" if self.readout is None else " readout=" + ",".join(self.readout)
+        extra = "" if self.readout is None else " readout=" + ",".join(
+            self.readout[self.K:] if self.trained else self.readout)
+        if self.trained:
+            extra += " trained readout"
         return f"{act} K={self.K} M={self.M}{extra}"
 
     @property
@@ -143,6 +157,8 @@ class SystemKey:
         tag = f"{act}_K{self.K}_M{self.M}"
         if self.readout is not None:
             tag += "_r" + hashlib.sha256(",".join(self.readout).encode()).hexdigest()[:10]
+        if self.trained:
+            tag += "_tv"
         return tag
 
 

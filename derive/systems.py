@@ -66,7 +66,20 @@ def level_system(key: SystemKey, spectrum: Spectrum, order: int = 2) -> ClosedSy
         rhs += [sp.sympify(r).xreplace(sub) for r in h.rhs]
     flat_states = [s for block in states for s in block]
     params = [h.eta] + [t for block in teachers for t in block]
-    return ClosedSystem(flat_states, rhs, params, h.eps_g.xreplace(v1))
+    return _with_readout(h, ClosedSystem(flat_states, rhs, params, h.eps_g.xreplace(v1)), v1)
+
+
+ETA_V = sp.Symbol("eta_v", positive=True)
+
+
+def _with_readout(h: Hierarchy, system: ClosedSystem, v1: dict) -> ClosedSystem:
+    """A trained readout's v_1..v_K appended to the closed system: dv_i/dα = η_v <g_s(x_i) Δ>
+    of the level-1 fields (the v_i are state, ``eta_v`` a parameter)."""
+    if not h.v:
+        return system
+    rates = [ETA_V * sp.sympify(r).xreplace(v1) for r in h.readout_rates]
+    return ClosedSystem(system.states + list(h.v), system.rhs + rates,
+                        system.parameters + [ETA_V], system.eps_g)
 
 
 def teacher_level(teachers, l):
@@ -94,4 +107,4 @@ def mode_system(key: SystemKey, spectrum: Spectrum, order: int = 2) -> ClosedSys
         rhs += [sp.sympify(r).xreplace(sub) for r in h.rhs]
     states = [s for b in blocks for s in b[0]]
     params = [h.eta] + [t for b in blocks for t in b[1]]
-    return ClosedSystem(states, rhs, params, h.eps_g.xreplace(v1))
+    return _with_readout(h, ClosedSystem(states, rhs, params, h.eps_g.xreplace(v1)), v1)

@@ -28,3 +28,9 @@ def test_11_committee_family(monkeypatch, tmp_path):
     assert s["mixed"]["eps_end"] > 1e-3
     for name in ("relu_vs_erf.png", "label_noise.png", "mixed_pair.png"):
         assert (tmp_path / name).stat().st_size > 5_000
+    # the trained readout: ε_g and the learned v_i of each seed's ODE against its SGD run, on
+    # compare's finite-size scale (v is O(1); its fluctuation is O(N^-1/2) like the overlaps')
+    t = s["trained"]
+    assert t["rms_deviation"] < t["scale"]
+    assert t["v_rms"] < t["scale"]
+    assert (tmp_path / "trained_readout.png").stat().st_size > 5_000

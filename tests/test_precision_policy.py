@@ -4,7 +4,7 @@ import mpmath
 import pytest
 
 from solvers.core.numbers import context
-from solvers.hierarchy import precision
+from solvers.hierarchy import precision, verify
 
 pytestmark = [pytest.mark.contract, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
 
@@ -42,10 +42,10 @@ def test_settle_raises_precision_until_two_runs_agree():
         with mpmath.workdps(dps + 10):
             return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
 
-    second, dps2, dps1, agree = precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    second, dps2, dps1, agree = verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
     assert agree >= 20 and dps2 > dps1 >= 20 and calls[0] == 20
     with pytest.raises(precision.PrecisionLost):
-        precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
+        verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
 
 
 @pytest.mark.parametrize("kind", ["flint", "mpmath"])
@@ -76,16 +76,16 @@ def test_a_fixed_dps_runs_the_planned_integrator(monkeypatch):
     from derive import spectra
     from derive.keys import SystemKey
     from solvers.core.problem import Problem, random_init
-    from solvers.hierarchy import verify
+    from solvers.hierarchy import odes, verify
 
     seen = []
-    real = verify.integrate_problem
+    real = odes.integrate_problem
 
     def spy(*args, **kw):
         seen.append((kw.get("arithmetic"), kw.get("integrator", "rk78")))
         return real(*args, **kw)
 
-    monkeypatch.setattr(verify, "integrate_problem", spy)
+    monkeypatch.setattr(odes, "integrate_problem", spy)
     s = spectra.power_law(4, 1)
     prob = Problem(SystemKey("linear", 1, 1), s, Fraction(1, 10), 1,
                    random_init(1, 1, 64, s, Fraction(1, 100), 0))
@@ -108,7 +108,7 @@ def test_settle_raises_precision_past_a_breakdown():
         with mpmath.workdps(dps + 10):
             return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
 
-    second, dps2, dps1, agree = precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    second, dps2, dps1, agree = verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
     assert agree >= 20 and dps1 >= 40 and calls[0] == 20
     with pytest.raises(precision.PrecisionLost):
-        precision.settle(run, lambda v: v, digits=20, dps=20, max_rounds=1, fixed=True)
+        verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=1, fixed=True)

@@ -171,7 +171,7 @@ def test_power_schedule_keeps_the_taylor_route_and_refuses_the_stiff_modes_kerne
     with pytest.raises(ValueError, match="schedule"):
         modes_fast.inputs_from_problem(problem)
     for dps in ("auto", 40):
-        assert precision.plan("levels", dps, 12, 2, autonomous=False).integrator == "taylor"
+        assert precision.plan("levels", dps, 12, 2).integrator == "taylor"
         assert precision.plan("levels", dps, 12, 2).integrator == "taylor"
 
 

@@ -30,8 +30,8 @@ least once.  The full product (8 subsets) and K, M <= 4 run under ``@pytest.mark
 Schedules: every pair at K = M = 1 with all other options on also runs a piecewise-constant
 schedule (η switches to a tenth at α = 1/4, ``kind = "steps"``: up to the switch the solve must
 equal the constant-η one to the 12 digits, after it differ) and a power schedule (its own
-verified digits, ε_g(0) against the closed form).  The trained readout is refused by the ODEs
-for now (one line naming the key).
+verified digits, ε_g(0) against the closed form).  The trained readout's matrix is in
+tests/test_trained_readout.py.
 """
 from __future__ import annotations
 
@@ -282,15 +282,6 @@ def test_schedules_with_every_pair(cache, student, teacher):
     power = _run(student, teacher, 1, 1, 7, training=POWER)
     _check_eps0(student, teacher, 1, 1, power[0])
     assert abs(power[-1] - const[-1]) > 1e-6 * abs(const[-1]), (student, teacher)
-
-
-@pytest.mark.parametrize("student, teacher", [("erf", "erf"), ("relu", "x**2")])
-def test_trained_readout_is_refused(cache, student, teacher):
-    for subset in (0, 7):
-        with pytest.raises(SpecError, match="readout") as exc:
-            solve(_doc(student, teacher, 1, 1, subset, model={"readout": "trained"},
-                       training={"eta_readout": "0.1"}))
-        assert "\n" not in str(exc.value)
 
 
 def test_erf_student_K3_M3_explicit_init_solves_on_the_default_path(cache):

@@ -76,6 +76,12 @@ class _Curve(Result):
         """Level-1 student-student overlaps, shape (n_alpha, K, K)."""
         return np.asarray(self._data["Q1"], dtype=np.float64)
 
+    @property
+    def v(self) -> np.ndarray | None:
+        """The learned student readouts, shape (n_alpha, K), with ``[model] readout =
+        "trained"``; None for fixed readouts."""
+        return np.asarray(self._data["v"], dtype=np.float64) if "v" in self._data else None
+
     def to_xarray(self):
         """An ``xarray.Dataset``: ``eps_g`` over ``alpha``, ``R1`` over (alpha, i, n), ``Q1``
         over (alpha, i, j); ``meta`` in the attributes (nested values as JSON text)."""
@@ -240,6 +246,8 @@ class CompareResult(Result):
 
     rms_deviation = property(lambda self: float(self._data["rms_deviation"]))
     rms_absolute = property(lambda self: float(self._data["rms_absolute"]))
+    # a trained readout: RMS of v_sim - v_theory over seeds, α and units (None otherwise)
+    v_rms_absolute = property(lambda self: self._data.get("v_rms_absolute"))
     finite_size_scale = property(lambda self: float(self._data["finite_size_scale"]))
     within = property(lambda self: bool(self._data["within"]))
 

@@ -59,6 +59,11 @@ def compare_spec(spec, progress: bool = False) -> dict:
     if len(seeds) > 1:
         out["theory_ensemble"] = {"seeds": seeds, "eps_g_runs": [t["eps_g"] for t in theories]}
     out.update(dev)
+    if "v" in theories[0] and all("v" in r for r in runs):
+        # a trained readout: the learned v against the simulation's, absolute (v is O(1))
+        diff = [np.asarray(r["v"], float) - np.asarray(t["v"], float)
+                for t, r in zip(theories, runs)]
+        out["v_rms_absolute"] = float(np.sqrt(np.mean([np.mean(d ** 2) for d in diff])))
     out["meta"] = {"version": __version__, "N": spec.data.N, "seeds": seeds,
                    "deviation": DEVIATION, "finite_size_scale": f"{SCALE_FACTOR:g}/sqrt(N)",
                    "wall_s": time.perf_counter() - started}

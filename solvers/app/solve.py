@@ -26,19 +26,16 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
 # the family's options the ODEs implement; the others are refused, never silently ignored
-# (a schedule: every route of solve; "power" on the RK7(8), "steps" piece by piece on any)
-ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule")
+# (a schedule: every route of solve; "power" on the RK7(8), "steps" piece by piece on any;
+# a trained readout, with its eta_readout: the RK7(8) routes)
+ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule", "eta_readout")
 
 
 def _refuse_family_options(spec: Spec) -> None:
-    """One line naming the family options the ODEs do not implement yet (a trained readout, a
-    schedule): a solve must not silently return the curve of another model.  Called by
-    ``compare`` before it simulates."""
+    """One line naming the family options the ODEs do not implement: a solve must not
+    silently return the curve of another model.  Called by ``compare`` before it simulates."""
     from solvers.app.spec import SpecError
     try:
-        if spec.model.readout != "fixed":      # named first: eta_readout only goes with it
-            raise ValueError('[model] readout = "trained": not implemented by the ODEs yet '
-                             '(the simulator runs it: scaling-odes simulate)')
         refuse_training_options(spec, "the ODEs", supported=ODE_TRAINING_OPTIONS)
     except ValueError as e:
         raise SpecError(f"{spec.path}: {e}") from None
@@ -57,9 +54,12 @@ def problem_of(spec: Spec) -> Problem:
         init = expected_init(spectrum, m.K, m.M, tr.sigma_J)
     else:
         init = explicit_init(spec.init.basis, spec.init.R, spec.init.Q, spec.init.T)
+    trained = key.trained
     return Problem(key, spectrum, Fraction(tr.eta), tr.order, init, noise=tr.noise,
                    weight_decay=tr.weight_decay, batch_size=tr.batch_size,
-                   schedule=tr.schedule_dict())
+                   schedule=tr.schedule_dict(),
+                   eta_readout=tr.eta_readout if trained else None,
+                   readout0=m.initial_readout() if trained else None)
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
@@ -99,6 +99,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
         "eps_g": _format_eps(eps, spec.solve.digits),
         "R1": np.asarray(traj.R1[skip:]).tolist(),
         "Q1": np.asarray(traj.Q1[skip:]).tolist(),
+        # a trained readout's v_1..v_K at every alpha
+        **({"v": traj.v[skip:].tolist()} if traj.v is not None else {}),
         "meta": {
             "version": __version__,
             "basis": traj.basis,
@@ -130,8 +132,12 @@ def _family_meta(m) -> dict:
     """The committee-machine family's model keys, for models other than the original one."""
     if m.is_plain:
         return {}
-    return {"student_activation": m.student, "teacher_activation": m.teacher,
-            "readouts": list(m.system_key().readouts)}
+    out = {"student_activation": m.student, "teacher_activation": m.teacher,
+           "readouts": list(m.system_key().readouts)}
+    if m.readout == "trained":
+        out["readout"] = "trained"
+        out["readouts"] = list(m.initial_readout()) + out["readouts"][m.K:]
+    return out
 
 
 def _schedule_meta(tr) -> dict:

@@ -115,7 +115,13 @@ class ModelSpec:
         """The :class:`derive.keys.SystemKey` of this model (the ODE system it needs)."""
         from derive.keys import SystemKey
         return SystemKey(self.student, self.K, self.M, teacher=self.teacher,
-                         readout=self.readouts())
+                         readout=self.readouts(), trained=self.readout == "trained")
+
+    def initial_readout(self) -> tuple:
+        """v_1..v_K at the start as exact texts (the learned v's start of a trained readout)."""
+        from derive.keys import paper_readout
+        r = self.readouts()
+        return (paper_readout(self.K, self.M) if r is None else r)[:self.K]
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ class System:
         # per output component s: the a entries (k, t) of its row, and the position of f_s
         self._rows = [([(k, t) for k, (ss, t) in enumerate(self.A_INDEX) if ss == s],
                        f_pos.get(s)) for s in range(n)]
+        # a trained readout: v_1..v_K follow the level-1 state in every v1 argument
+        self.TRAINED = getattr(module, "TRAINED", False)
+        self.N_READOUT = getattr(module, "N_READOUT", 0)
         self.FN_INDEX = getattr(module, "FN_INDEX", ())
         self.DFN_INDEX = getattr(module, "DFN_INDEX", ())
         # weight decay: -η κ R_in, -2 η κ Q_ij (conventions.md), per state column
@@ -88,6 +91,21 @@ class System:
                 J[r, r] -= eta * decay * d[r]
         return J
 
+    def readout_rates(self, v1, t1, ctx=None):
+        """<g_s(x_i) Δ>, i = 1..K, of a trained readout (v1 = level-1 state then v)."""
+        return self.module.readout_rates(v1, t1, self.ctx if ctx is None else ctx)
+
+    def _with_readout(self, v1, readout):
+        """The v1 argument of the coefficients: the level-1 state, then v when trained."""
+        if self.TRAINED != (readout is not None):
+            raise ValueError("a trained readout's system needs readout = v (and only it)")
+        return v1 if readout is None else np.concatenate([v1, readout])
+
+    def _no_readout_jacobian(self):
+        if self.TRAINED:
+            raise ValueError("the Jacobian of a trained readout's system is not derived (v is "
+                             "state): no implicit integrator or linearisation runs it")
+
     # -- building blocks ----------------------------------------------------------------------
 
     @staticmethod
@@ -131,17 +149,21 @@ class System:
 
     # -- the two bases ------------------------------------------------------------------------
 
-    def rhs_levels(self, y, T, c, nu, eta, e2, ctx=None, noise=None, decay=None):
+    def rhs_levels(self, y, T, c, nu, eta, e2, ctx=None, noise=None, decay=None,
+                   readout=None):
         """d y / d alpha in the level basis; y (L, N_STATE), T (L, N_TEACHER), c (L,), nu (L,).
-        ``noise``, ``decay``: label-noise variance and weight decay κ (None or 0: none)."""
+        ``noise``, ``decay``: label-noise variance and weight decay κ (None or 0: none);
+        ``readout``: the current v (K,) of a trained readout (its rate: ``readout_rates``)."""
         nx = self.closure(y, c)
-        co = self.coefficients(nx[0], T[0], eta, ctx)
+        v1 = self._with_readout(nx[0], readout)
+        co = self.coefficients(v1, T[0], eta, ctx)
         nxt = np.concatenate([nx, T], axis=1)
         out = self.combine(co, nxt, nu, e2, np.empty_like(y))
-        return self._extras(out, y, nx[0], T[0], nu, eta, e2, noise, decay, ctx)
+        return self._extras(out, y, v1, T[0], nu, eta, e2, noise, decay, ctx)
 
     def jac_levels(self, y, T, c, nu, eta, e2, ctx=None, noise=None, decay=None):
         """Jacobian of rhs_levels by y (flattened level-major), shape (L*N_STATE, L*N_STATE)."""
+        self._no_readout_jacobian()
         L, n = y.shape
         nx = self.closure(y, c)
         co = self.coefficients(nx[0], T[0], eta, ctx)
@@ -164,9 +186,10 @@ class System:
                 J[rows, 0:n] -= c[0] * G[l]
         return J
 
-    def rhs_modes(self, y, T, lam, w, eta, e2, ctx=None, noise=None, decay=None):
+    def rhs_modes(self, y, T, lam, w, eta, e2, ctx=None, noise=None, decay=None,
+                  readout=None):
         """d y / d alpha in the modes basis; y (L, N_STATE), T (L, N_TEACHER), lam, w (L,)."""
-        v1, t1 = lam @ y, lam @ T
+        v1, t1 = self._with_readout(lam @ y, readout), lam @ T
         co = self.coefficients(v1, t1, eta, ctx)
         nxt = lam[:, None] * np.concatenate([y, T], axis=1)
         out = self.combine(co, nxt, w * lam, e2, np.empty_like(y))
@@ -174,6 +197,7 @@ class System:
 
     def jac_modes(self, y, T, lam, w, eta, e2, ctx=None, noise=None, decay=None):
         """Jacobian of rhs_modes by y (flattened mode-major), shape (L*N_STATE, L*N_STATE)."""
+        self._no_readout_jacobian()
         L, n = y.shape
         v1, t1 = lam @ y, lam @ T
         co = self.coefficients(v1, t1, eta, ctx)

@@ -53,6 +53,10 @@ class Problem:
     # η(α) = η (1 + α/α0)^(-p), or ("steps", alphas, etas) for η before alphas[0], etas[j] from
     # alphas[j] on; exact numbers (a dict {kind, ...} as in a spec is accepted too)
     schedule: tuple | None = None
+    # a trained readout (key.trained): its learning rate η_v (> 0) and the initial v_1..v_K as
+    # exact texts ("sqrt(2)/2", "1/2"; default the paper's sqrt(M)/K); None for fixed readouts
+    eta_readout: Fraction | None = None
+    readout0: tuple | None = None
 
     def __post_init__(self):
         eta = self.eta
@@ -84,6 +88,37 @@ class Problem:
                 or self.batch_size < 1:
             raise ValueError(f"batch_size = {self.batch_size!r} must be an integer >= 1")
         object.__setattr__(self, "schedule", checked_schedule(self.schedule))
+        self._check_readout()
+
+    def _check_readout(self):
+        K = self.key.K
+        if not self.key.trained:
+            if self.eta_readout is not None or self.readout0 is not None:
+                raise ValueError("eta_readout and readout0 go with a trained readout only "
+                                 "(SystemKey(..., trained=True))")
+            return
+        if self.eta_readout is None:
+            raise ValueError("a trained readout needs eta_readout > 0 (its learning rate)")
+        eta_v = _exact(self.eta_readout, "eta_readout").limit_denominator(10**30) \
+            if isinstance(self.eta_readout, float) else Fraction(self.eta_readout)
+        if not eta_v > 0:
+            raise ValueError(f"eta_readout = {eta_v} must be > 0")
+        object.__setattr__(self, "eta_readout", eta_v)
+        from derive.keys import paper_readout
+        v0 = paper_readout(K, self.key.M)[:K] if self.readout0 is None else self.readout0
+        v0 = tuple(str(x) for x in v0)
+        if len(v0) != K:
+            raise ValueError(f"readout0 must have K = {K} entries, got {len(v0)}")
+        from solvers.core.numbers import Float64Context
+        for x in v0:
+            with np.errstate(all="ignore"):
+                readout_value(x, Float64Context())   # one line on anything but a number
+        object.__setattr__(self, "readout0", v0)
+
+    @property
+    def trained(self) -> bool:
+        """The student's readouts are learned: v_1..v_K follow the level state."""
+        return self.key.trained
 
     @property
     def autonomous(self) -> bool:
@@ -110,6 +145,43 @@ class Problem:
 
     def numeric(self, ctx) -> "NumericProblem":
         return NumericProblem(self, ctx)
+
+
+def readout_value(text: str, ctx):
+    """The number an exact readout text ("sqrt(2)/2", "-1/3", "1/sqrt(2)", "3") stands for, as
+    a number of the context ``ctx`` (its ``convert`` and ``sqrt``: its precision), without
+    SymPy.  Anything else is a one-line ValueError.
+
+    >>> from solvers.core.numbers import Float64Context
+    >>> float(readout_value("sqrt(2)/2", Float64Context())) == 2 ** 0.5 / 2
+    True
+    """
+    import ast
+    import operator
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv}
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) \
+                and not isinstance(node.value, bool):
+            return ctx.convert(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            x = value(node.operand)
+            return -x if isinstance(node.op, ast.USub) else x
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "sqrt" and len(node.args) == 1 and not node.keywords):
+            return ctx.sqrt(value(node.args[0]))
+        raise ValueError
+    try:
+        out = value(ast.parse(str(text), mode="eval").body)
+    except (ValueError, SyntaxError, ZeroDivisionError, TypeError):
+        out = None
+    if out is None or not ctx.is_finite(out):
+        raise ValueError(f"readout {text!r} is not an exact finite number (integers, "
+                         f"+ - * /, sqrt)")
+    return out
 
 
 def _exact(x, name) -> Fraction:
@@ -212,6 +284,10 @@ class NumericProblem:
             self._a0, self._p = conv(problem.schedule[1]), conv(problem.schedule[2])
         self.noise = conv(problem.noise)
         self.decay = conv(problem.weight_decay)
+        if problem.trained:
+            self.eta_v = conv(problem.eta_readout)
+            self.v0 = ctx.native(np.array([readout_value(x, ctx) for x in problem.readout0],
+                                          dtype=object))
         init = problem.init
         if init.basis == "modes":
             self.y_modes = pack_state(ctx.array(init.R), ctx.array(init.Q))

@@ -105,6 +105,9 @@ def load(key: SystemKey, target: str):
     the module of Taylor-jet recurrences of its level-1 coefficients."""
     if target not in (*DEFAULT_CONTEXT, "taylor"):
         raise ValueError(f"target must be one of {(*DEFAULT_CONTEXT, 'taylor')}, got {target!r}")
+    if target == "taylor" and key.trained:
+        raise ValueError("a trained readout has no Taylor jets (its v is state the jets do not "
+                         "carry): use integrator = 'rk78'")
     name = codegen.module_name(key, target)
     if (key, target) in _loaded:
         return _loaded[key, target]
@@ -170,7 +173,7 @@ def cached_module(key: SystemKey, target: str) -> Path:
         return path
     what = f"{key.description} solver"
     with _lock(folder / f".{key.tag}.lock", f"waiting for another process generating the {what}"):
-        missing = [t for t in ("mpmath", "taylor")
+        missing = [t for t in _targets(key)
                    if not (folder / f"{codegen.module_name(key, t)}.py").exists()]
         if not path.exists():
             generate(key, folder, missing)
@@ -182,13 +185,20 @@ def ensure_printed(key: SystemKey) -> None:
     (without importing them): callers about to fork call it first, so that the printing
     happens once, announced on their own stderr."""
     if key not in CHECKED_IN:
-        for target in ("mpmath", "taylor"):
+        for target in _targets(key):
             cached_module(key, target)
+
+
+def _targets(key: SystemKey) -> tuple:
+    """The modules a system is printed into: the solver and its Taylor jets (none for a
+    trained readout, whose v the jets do not carry)."""
+    return ("mpmath",) if key.trained else ("mpmath", "taylor")
 
 
 def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_say) -> dict:
     """Print the modules of ``key`` for ``targets`` into ``folder``, announcing it with the
     estimated time and ending with the measured time per phase; returns the phases' seconds."""
+    targets = [t for t in targets if t in _targets(key)]
     what = f"{key.description} solver"
     estimate = estimate_seconds(key.activation, key.K, key.M)
     if "mpmath" not in targets:

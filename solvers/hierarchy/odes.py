@@ -3,15 +3,16 @@
 * ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
   of :mod:`solvers.integrators.rk78`: object arrays of python-flint arb (default) or mpmath mpf, or
   float64 arrays; SciPy's DOP853 is available for comparison.
-* ``solve`` runs a problem under the precision policy of :mod:`solvers.hierarchy.precision`;
-  ``solve_auto`` raises the precision until two runs (the second with more digits and a tighter
-  tolerance) agree on ε_g to the requested number of significant digits.
+* The precision policy runs it, in one direction: :mod:`solvers.hierarchy.precision` plans,
+  this module runs, :mod:`solvers.hierarchy.verify` checks (``verify.solve``, ``solve_auto``,
+  ``check_float64_levels`` live there; nothing here imports it).
 * a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
   restarted with each piece's constant η at every switching α (any integrator); "power" sets
   η(α) and e2 = η(α)²/B at every right-hand-side call of the RK7(8); the Taylor integrator
   carries η(α)'s series in its jets (SciPy's DOP853 comparison path takes no schedule).
-* ``check_float64_levels`` compares a float64 level-basis run with the (stable) modes basis and
-  raises :class:`PrecisionLost` when the closure has cancelled the digits away.
+* a trained readout (``Problem.trained``): v_1..v_K follow the level or modes state in the
+  integrator's flat state (RK7(8) on object arrays: neither the Taylor jets nor the arb_mat
+  algebra carry v).
 """
 from __future__ import annotations
 
@@ -22,12 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
-from solvers.core.progress import phase
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
-from solvers.core.registry import ensure_printed, load
-from solvers.hierarchy import background, precision
+from solvers.core.registry import load
 from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
                                          default_rtol, estimated_dps, short_dps)
 
@@ -43,6 +42,15 @@ class Trajectory:
     dps: int
     stats: dict = field(default_factory=dict)
     states: list = field(default_factory=list)   # (L, N_STATE) arrays in the run's basis
+    # a trained readout: v_1..v_K at every point (numbers of the run's type), else empty
+    readouts: list = field(default_factory=list)
+
+    @property
+    def v(self) -> np.ndarray | None:
+        """(n_alpha, K) float64 readouts of a trained-readout run, else None."""
+        if not self.readouts:
+            return None
+        return np.array([[float(_mid(x)) for x in r] for r in self.readouts])
 
     def eps_float(self) -> np.ndarray:
         return np.array([float(_mid(e)) for e in self.eps_g])
@@ -53,7 +61,8 @@ class Trajectory:
             return self
         return Trajectory(self.alpha[n:], self.eps_g[n:], self.R1[n:], self.Q1[n:], self.basis,
                           self.arithmetic, self.dps, self.stats,
-                          self.states[n:] if self.states else self.states)
+                          self.states[n:] if self.states else self.states,
+                          self.readouts[n:] if self.readouts else self.readouts)
 
 
 def _mid(x):
@@ -86,7 +95,7 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     SciPy's DOP853, kept as the comparison (modes basis, L = 64, α ≤ 1000: DOP853 at its tightest
     rtol 1e-13 reaches 1.5e-9 on ε_g, RK7(8) at rtol 1e-14 reaches 7e-13; BENCHMARKS.md).
     A float64 level-basis run is returned as computed: callers check it with
-    ``check_float64_levels`` (``solvers.app.solve.run`` does).
+    ``verify.check_float64_levels`` (``solvers.app.solve.run`` does).
 
     With flint, ``matrix_rhs`` (default) runs the system as arb_mat algebra
     (:mod:`solvers.core.arb_rhs`) and ``short_scalars`` computes the row-independent numbers at
@@ -103,6 +112,10 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     if problem.schedule is not None and arithmetic == "scipy":
         raise ValueError("arithmetic = 'scipy' runs a constant eta only: use 'float64' (the "
                          "same RK7(8) as arbitrary precision) for a schedule")
+    if problem.trained and (integrator == "taylor" or arithmetic == "scipy"):
+        raise ValueError("a trained readout runs on the RK7(8) (integrator = 'rk78', "
+                         "arithmetic flint, mpmath or float64): its v is state the Taylor "
+                         "jets and the SciPy comparison path do not carry")
     requested = checked_alphas(alphas)
     # the initial condition is the state at alpha = 0: a grid starting later is integrated from
     # 0 and only the requested points are reported
@@ -161,10 +174,12 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
-        short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
+        short = (short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs
+                 and not problem.trained else None)
         # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
         # a power schedule (set_rates)
-        if arithmetic == "flint" and matrix_rhs or integrator == "taylor":
+        trained = problem.trained
+        if (arithmetic == "flint" and matrix_rhs or integrator == "taylor") and not trained:
             # the generated system as arb_mat algebra (solvers.core.arb_rhs): same numbers, the
             # O(L) work in C instead of numpy's object loops
             arb_rhs = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
@@ -196,6 +211,10 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                     return rhs(y.reshape(shape), *args, **extra).reshape(-1)
 
             start, unpack = y0.reshape(-1), (lambda s: s.reshape(shape))
+            if trained:
+                # the flat state is the levels / modes then v_1..v_K (level-independent)
+                fun, start, unpack = _with_readout(problem, num, mod, basis, args, rhs,
+                                                   extra, set_rates, shape)
 
         stats = {}
         # -- integrator dispatch: Taylor series or RK7(8) --------------------------
@@ -234,9 +253,34 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                                     f"dps") from exc
             raise
         states = [unpack(s) for s in flat]
-        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+        readouts = []
+        if trained:
+            states, readouts = [s for s, _ in states], [v for _, v in states]
+        eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M, readouts)
     stats["wall_s"] = time.perf_counter() - started
-    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states)
+    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states,
+                      readouts)
+
+
+def _with_readout(problem, num, mod, basis, args, rhs, extra, set_rates, shape):
+    """(fun, start, unpack) of a trained readout's run: the flat state is the level or modes
+    state followed by v_1..v_K, dv_i/dα = η_v <g_s(x_i) Δ> at level 1 (conventions.md)."""
+    n = int(np.prod(shape))
+
+    def fun(t, s):
+        if not problem.autonomous:
+            set_rates(*num.rates(num.eta_at(t)))
+        y, v = s[:n].reshape(shape), s[n:]
+        with np.errstate(over="ignore", invalid="ignore"):
+            dy = rhs(y, *args, readout=v, **extra)
+            level1, t1 = _level_one(mod, basis, y, num)
+            dv = np.array(mod.readout_rates(np.concatenate([level1, v]), t1, num.ctx),
+                          dtype=s.dtype)
+        return np.concatenate([dy.reshape(-1), num.eta_v * dv])
+
+    y0 = _initial_state(num, basis)
+    start = np.concatenate([y0.reshape(-1), num.v0.astype(y0.dtype)])
+    return fun, start, lambda s: (s[:n].reshape(shape), s[n:])
 
 
 def _by_pieces(problem, num, set_rates, piece, alphas, y0, stats):
@@ -274,12 +318,13 @@ def _initial_state(num, basis):
     return (num.y_levels if basis == "levels" else num.y_modes).copy()
 
 
-def _observables(mod, basis, states, num, ctx, K, M):
-    """ε_g (exact mpf copies of the run's numbers), R1 and Q1 (float64) at every state."""
+def _observables(mod, basis, states, num, ctx, K, M, readouts=()):
+    """ε_g (exact mpf copies of the run's numbers), R1 and Q1 (float64) at every state (and
+    the trained readout's v at each, when given)."""
     eps, v1s = [], []
-    for y in states:
+    for p, y in enumerate(states):
         v1, t1 = _level_one(mod, basis, y, num)
-        e = mod.eps_g(v1, t1, ctx)
+        e = mod.eps_g(np.concatenate([v1, readouts[p]]) if readouts else v1, t1, ctx)
         if not ctx.is_finite(e):
             raise PrecisionLost(f"eps_g is not finite ({e}) in the {basis} basis")
         eps.append(to_mpf(e))
@@ -319,62 +364,3 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
     if progress is not None:
         progress(alphas[-1])
     return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
-
-
-def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
-               start_dps: int | None = None, max_rounds: int = 5, progress=None,
-               integrator: str = "auto", concurrent: bool | None = None, monitor=None):
-    """Raise precision until two runs agree on ε_g to ``digits`` significant digits
-    (``precision.settle``).
-
-    The second run of each pair has more digits *and* a 100x tighter tolerance (than the first of
-    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.
-    Returns the second run.
-    ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
-    ``concurrent``: run the two runs of a pair at once in two processes (default: when
-    ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
-    one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
-    """
-    if integrator == "auto":
-        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
-                                                 autonomous=problem.autonomous)
-    rtol = default_rtol(digits, integrator)
-
-    last = alphas[-1]
-    last = float(Fraction(last)) if isinstance(last, str) else float(last)
-
-    def run(dps, tighter, progress=progress):
-        r = rtol / 100 ** int(tighter)
-        label = (f"run 1/2 at {dps} digits, rtol {r:.0e}" if not tighter else
-                 f"run 2/2 (check) at {dps} digits, rtol {r:.0e}")
-        with phase(progress, label, last) as tick:
-            return integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                     dps=dps, rtol=r, progress=tick, integrator=integrator,
-                                     monitor=monitor)
-
-    # the first run of a pair in a child process when two CPUs are free (precision.settle);
-    # the progress bar follows the checking run, which this process computes
-    concurrent = background.concurrent_allowed() if concurrent is None else concurrent
-    # a system not checked in is printed here, before a child is forked (whose stderr goes
-    # nowhere): once, announced on this process's stderr
-    ensure_printed(problem.key)
-    info = {}
-    second, _, checked, agree = precision.settle(
-        run, lambda t: t.eps_g, digits=digits,
-        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
-        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info)
-    second.stats["agreement_digits"] = agree
-    second.stats["checked_against_dps"] = checked
-    second.stats["concurrent_runs"] = info["concurrent"]
-    return second
-
-
-def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:
-    """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
-    agree = agreement_digits(levels.eps_g, modes.eps_g)
-    if agree < digits:
-        raise PrecisionLost(
-            f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
-            f"to only {max(agree, 0):.1f} digits (asked for {digits}); use basis = \"modes\" "
-            f"or an arbitrary-precision dps")
-    return agree

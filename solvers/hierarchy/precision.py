@@ -1,19 +1,19 @@
 """The precision policy: one place decides the arithmetic, the integrator, the digits and how a
 result is verified, for ``solve``, the level and mode runs, and the linear routes.
 
-Route of ``dps`` (``[solve] dps`` in the spec):
+The policy reads in one direction, plan → run → verify, each step in its own module:
 
-    SolveSpec.dps ─► solvers.app.solve.run ─► plan(basis, dps, digits, L)   (this module)
-        ─► Plan(arithmetic, integrator, dps, rtol, verify)
-        ─► solvers.hierarchy.odes.solve: integrate_problem(…, dps) / solve_auto
-        ─► numbers.context(arithmetic, dps): ``with ctx`` scopes the precision
-        ─► NumericProblem (spectrum, state at that precision) and the right-hand side,
-           whose row-independent scalars run in ``ctx.workdps(short_dps(rtol, dps))``
-        ─► the integrator (solvers.integrators.rk78), same context.
+    plan    this module: ``plan(basis, dps, digits, L)`` ─► Plan(arithmetic, integrator, dps,
+            rtol, verify); pure decisions, nothing runs here
+    run     solvers.hierarchy.odes.integrate_problem(…, dps, rtol, integrator): one run;
+            numbers.context(arithmetic, dps) scopes the precision, the NumericProblem and the
+            right-hand side (row-independent scalars at ``short_dps(rtol, dps)``) and the
+            integrator share it
+    verify  solvers.hierarchy.verify: ``solve`` executes the plan and checks its result by a
+            second run (``settle``, the one "rerun until it agrees" loop: more digits and, for
+            ODE runs, a 100x tighter tolerance; a tighter pair; a fixed dps checked or refused)
 
-``settle`` is the one verification loop: a second run with more digits (and, for ODE runs, a
-100x tighter tolerance) must agree with the first to the requested digits, else the precision
-is raised.
+``solvers.app.solve.run`` calls ``verify.solve``; nothing here imports the other two.
 """
 from __future__ import annotations
 
@@ -73,13 +73,13 @@ TAYLOR_MIN_DIGITS = 1
 
 
 def choose_integrator(basis: str, arithmetic: str, digits: int, L: int,
-                      autonomous: bool = True) -> str:
+                      jets: bool = True) -> str:
     """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
     from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath).
-    ``autonomous=False`` (a power learning-rate schedule, η(α)) chooses the same: the Taylor
-    series carries η(α)'s own series (solvers.integrators.taylor); kept as a parameter so that
-    a route unable to follow η(α) can be told apart here."""
-    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS:
+    A power learning-rate schedule chooses the same (the Taylor series carries η(α)'s own
+    series).  ``jets=False``: the system has no Taylor jets (a trained readout, whose v the
+    jets do not carry): the RK7(8)."""
+    if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and jets:
         return "taylor"
     return "rk78"
 
@@ -135,7 +135,7 @@ def fast_rtol(digits: int) -> float:
     return 10.0 ** -(digits + FAST_EXTRA_DIGITS)
 
 
-def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
+def plan(basis: str, dps, digits: int, L: int, jets: bool = True) -> Plan:
     """The precision policy of ``[solve] dps``:
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
@@ -148,12 +148,12 @@ def plan(basis: str, dps, digits: int, L: int, autonomous: bool = True) -> Plan:
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
 
-    ``autonomous=False`` (a power schedule): the same integrators (the Taylor series carries
-    η(α), ``choose_integrator``); the caller skips the ``faster`` route, whose stiff solver has
-    a constant η.
+    A power schedule gets the same integrators (the Taylor series carries η(α)); the caller
+    skips the ``faster`` route, whose stiff solver has a constant η.  ``jets=False`` (a
+    trained readout): the RK7(8) where the Taylor series would run (``choose_integrator``).
     """
     def pick(arithmetic):
-        return choose_integrator(basis, arithmetic, digits, L, autonomous)
+        return choose_integrator(basis, arithmetic, digits, L, jets)
 
     if dps == "float64":
         return Plan("float64", pick("float64"), None, default_rtol(digits, pick("float64")),
@@ -234,87 +234,3 @@ def agreement_digits(a, b) -> float:
         if diff != 0:
             worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
     return worst
-
-
-def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
-           what: str = "eps_g", concurrent: bool = False, quiet_run=None, info=None):
-    """Raise the precision until two runs agree to ``digits`` significant digits.
-
-    ``run(dps, tighter)`` computes at ``dps`` digits; ``tighter`` is 0 for a first run and
-    n >= 1 for a checking run, which ODE runs give a 100^n x tighter tolerance; ``values(result)``
-    is the sequence compared.  After a failed round the precision grows by a quarter (by half
-    again when fewer than half the digits agreed); in the first case the last checking run is
-    the next round's first run, and the next check is 100x tighter again (n + 1), so that every
-    accepted pair differs in tolerance as well as in digits (a pair at one tolerance would
-    share its truncation error and check only the rounding).  A run that breaks down
-    (IntegrationError: at too small a precision the closure's cancellation makes the
-    integration fail) counts as a round with no digit agreed.
-    ``fixed``: only the one given ``dps`` is tried.
-
-    ``concurrent``: the two runs of a round are independent (both precisions are fixed before
-    either starts), so when ``background.concurrent_allowed()`` (two CPUs, not switched off by
-    SCALING_ODES_SERIAL=1) the first runs in a forked child — as ``quiet_run`` (default ``run``:
-    e.g. ``run`` without its progress bar) — while this process runs the check; only the first
-    run's ``values`` come back (exact mpf).  A child's IntegrationError is a failed round as
-    above; any other exception of the child is raised here.  Same rounds, same result as serial.
-    ``info``: a dict given here gets ``info["concurrent"]``: whether some pair really ran in
-    two processes (the fork can be refused), for the result's metadata.
-    Returns (checking run, its dps, the dps it was checked against, agreeing digits).
-    """
-    from solvers.hierarchy import background
-    from solvers.integrators.rk78 import IntegrationError
-
-    parallel = concurrent and background.concurrent_allowed()
-    if info is not None:
-        info["concurrent"] = False
-    quiet_run = quiet_run or run
-
-    def attempt(d, tighter):
-        try:
-            return run(d, tighter)
-        except IntegrationError:
-            return None
-
-    def compared(result):
-        return None if result is None else [to_mpf(v) for v in values(result)]
-
-    def both(d1, d2):
-        """(values of the run at d1, the checking run at d2), concurrently when allowed."""
-        job = None
-        if parallel:
-            try:
-                job = background.Background(
-                    lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
-                    expected=(IntegrationError,))
-            except OSError:                     # no fork (process or memory limits): serial
-                job = None
-        if job is None:
-            first = compared(attempt(d1, 0))
-            return first, attempt(d2, 1)
-        if info is not None:
-            info["concurrent"] = True
-        with job:
-            second = attempt(d2, 1)
-            return job.result(), second
-
-    need_first, tightened = True, 0
-    for _ in range(max_rounds):
-        dps2 = checking_dps(dps)
-        if need_first:
-            first, second = both(dps, dps2)
-            tightened = 1
-        else:                                   # the last checking run is this round's first
-            tightened += 1
-            second = attempt(dps2, tightened)
-        agree = (-math.inf if first is None or second is None
-                 else agreement_digits(first, compared(second)))
-        if agree >= digits:
-            return second, dps2, dps, agree
-        if fixed:
-            break
-        first = compared(second)
-        if agree > digits / 2:
-            dps, need_first = dps2, first is None
-        else:
-            dps, need_first = int(dps2 * 1.5), True
-    raise PrecisionLost(f"{what} did not settle to {digits} digits up to dps = {dps}")

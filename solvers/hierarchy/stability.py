@@ -158,6 +158,8 @@ class Watch:
         self.T = (np.vectorize(float, otypes=[float])(np.asarray(init.T, dtype=object))
                   if init.basis == "modes" else None)
         self.interval = interval
+        # a trained readout's v_1..v_K follow the modes in the integrator's flat state
+        self.n_readout = key.K if getattr(problem, "trained", False) else 0
         self._last = -math.inf
         self.checks = 0
 
@@ -188,7 +190,9 @@ class Watch:
         if hasattr(y, "nrows"):                               # arb_mat
             from solvers.core.arb_rhs import from_arb_mat
             y = from_arb_mat(y)
-        y = np.asarray(y)
+        y = np.asarray(y).reshape(-1)
+        if self.n_readout:
+            y = y[:-self.n_readout]
         if y.dtype == object:
             y = np.vectorize(_float, otypes=[float])(y)
         return y.reshape(self.lam.size, -1)

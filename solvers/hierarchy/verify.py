@@ -14,17 +14,168 @@ number of verified digits (``meta.agreement_digits`` in the JSON).
 
 A negative ε_g (a mean squared error) or a breakdown of the integrator at a fixed dps is
 precision loss too, refused without the second run.
+
+The third step of plan → run → verify: :mod:`solvers.hierarchy.precision` decides (``plan``),
+:mod:`solvers.hierarchy.odes` runs (``integrate_problem``), this module executes the plan and
+checks the result.  Every check is here: ``settle`` (the one "rerun until it agrees" loop,
+also used by the linear routes), ``solve_auto`` (settle on ε_g of ODE runs),
+``run_fixed_dps``, ``verify_float64``, ``check_float64_levels`` and the tighter pairs.
 """
 from __future__ import annotations
 
 import math
 from fractions import Fraction
 
+from solvers.core.numbers import to_mpf
 from solvers.core.progress import phase
-from solvers.hierarchy import precision, stability
-from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, check_float64_levels,
-                                    default_rtol, estimated_dps, integrate_problem, solve_auto)
+from solvers.core.registry import ensure_printed
+# odes.integrate_problem looked up at call time: one place to stub the runs in tests
+from solvers.hierarchy import background, odes, precision, stability
+from solvers.hierarchy.precision import (PrecisionLost, agreement_digits, checking_dps,
+                                         default_rtol, estimated_dps)
 from solvers.integrators.rk78 import IntegrationError
+
+
+# -- the one "rerun until it agrees" loop, and the checks built on it --------------------------
+
+def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
+           what: str = "eps_g", concurrent: bool = False, quiet_run=None, info=None):
+    """Raise the precision until two runs agree to ``digits`` significant digits.
+
+    ``run(dps, tighter)`` computes at ``dps`` digits; ``tighter`` is 0 for a first run and
+    n >= 1 for a checking run, which ODE runs give a 100^n x tighter tolerance; ``values(result)``
+    is the sequence compared.  After a failed round the precision grows by a quarter (by half
+    again when fewer than half the digits agreed); in the first case the last checking run is
+    the next round's first run, and the next check is 100x tighter again (n + 1), so that every
+    accepted pair differs in tolerance as well as in digits (a pair at one tolerance would
+    share its truncation error and check only the rounding).  A run that breaks down
+    (IntegrationError: at too small a precision the closure's cancellation makes the
+    integration fail) counts as a round with no digit agreed.
+    ``fixed``: only the one given ``dps`` is tried.
+
+    ``concurrent``: the two runs of a round are independent (both precisions are fixed before
+    either starts), so when ``background.concurrent_allowed()`` (two CPUs, not switched off by
+    SCALING_ODES_SERIAL=1) the first runs in a forked child — as ``quiet_run`` (default ``run``:
+    e.g. ``run`` without its progress bar) — while this process runs the check; only the first
+    run's ``values`` come back (exact mpf).  A child's IntegrationError is a failed round as
+    above; any other exception of the child is raised here.  Same rounds, same result as serial.
+    ``info``: a dict given here gets ``info["concurrent"]``: whether some pair really ran in
+    two processes (the fork can be refused), for the result's metadata.
+    Returns (checking run, its dps, the dps it was checked against, agreeing digits).
+    """
+    parallel = concurrent and background.concurrent_allowed()
+    if info is not None:
+        info["concurrent"] = False
+    quiet_run = quiet_run or run
+
+    def attempt(d, tighter):
+        try:
+            return run(d, tighter)
+        except IntegrationError:
+            return None
+
+    def compared(result):
+        return None if result is None else [to_mpf(v) for v in values(result)]
+
+    def both(d1, d2):
+        """(values of the run at d1, the checking run at d2), concurrently when allowed."""
+        job = None
+        if parallel:
+            try:
+                job = background.Background(
+                    lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
+                    expected=(IntegrationError,))
+            except OSError:                     # no fork (process or memory limits): serial
+                job = None
+        if job is None:
+            first = compared(attempt(d1, 0))
+            return first, attempt(d2, 1)
+        if info is not None:
+            info["concurrent"] = True
+        with job:
+            second = attempt(d2, 1)
+            return job.result(), second
+
+    need_first, tightened = True, 0
+    for _ in range(max_rounds):
+        dps2 = checking_dps(dps)
+        if need_first:
+            first, second = both(dps, dps2)
+            tightened = 1
+        else:                                   # the last checking run is this round's first
+            tightened += 1
+            second = attempt(dps2, tightened)
+        agree = (-math.inf if first is None or second is None
+                 else agreement_digits(first, compared(second)))
+        if agree >= digits:
+            return second, dps2, dps, agree
+        if fixed:
+            break
+        first = compared(second)
+        if agree > digits / 2:
+            dps, need_first = dps2, first is None
+        else:
+            dps, need_first = int(dps2 * 1.5), True
+    raise PrecisionLost(f"{what} did not settle to {digits} digits up to dps = {dps}")
+
+
+def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic: str = "flint",
+               start_dps: int | None = None, max_rounds: int = 5, progress=None,
+               integrator: str = "auto", concurrent: bool | None = None, monitor=None):
+    """Raise precision until two runs agree on ε_g to ``digits`` significant digits
+    (``settle``).
+
+    The second run of each pair has more digits *and* a 100x tighter tolerance (than the first of
+    the pair), so agreement covers both rounding (the closure's cancellation) and truncation.
+    Returns the second run.
+    ``integrator``: "auto" (``precision.choose_integrator``), "taylor" or "rk78", for every run.
+    ``concurrent``: run the two runs of a pair at once in two processes (default: when
+    ``background.concurrent_allowed()``, i.e. two CPUs and SCALING_ODES_SERIAL unset); False:
+    one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
+    """
+    if integrator == "auto":
+        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
+                                                 jets=not problem.trained)
+    rtol = default_rtol(digits, integrator)
+
+    last = alphas[-1]
+    last = float(Fraction(last)) if isinstance(last, str) else float(last)
+
+    def run(dps, tighter, progress=progress):
+        r = rtol / 100 ** int(tighter)
+        label = (f"run 1/2 at {dps} digits, rtol {r:.0e}" if not tighter else
+                 f"run 2/2 (check) at {dps} digits, rtol {r:.0e}")
+        with phase(progress, label, last) as tick:
+            return odes.integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                          dps=dps, rtol=r, progress=tick, integrator=integrator,
+                                          monitor=monitor)
+
+    # the first run of a pair in a child process when two CPUs are free (settle);
+    # the progress bar follows the checking run, which this process computes
+    concurrent = background.concurrent_allowed() if concurrent is None else concurrent
+    # a system not checked in is printed here, before a child is forked (whose stderr goes
+    # nowhere): once, announced on this process's stderr
+    ensure_printed(problem.key)
+    info = {}
+    second, _, checked, agree = settle(
+        run, lambda t: t.eps_g, digits=digits,
+        dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
+        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info)
+    second.stats["agreement_digits"] = agree
+    second.stats["checked_against_dps"] = checked
+    second.stats["concurrent_runs"] = info["concurrent"]
+    return second
+
+
+def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:
+    """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
+    agree = agreement_digits(levels.eps_g, modes.eps_g)
+    if agree < digits:
+        raise PrecisionLost(
+            f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
+            f"to only {max(agree, 0):.1f} digits (asked for {digits}); use basis = \"modes\" "
+            f"or an arbitrary-precision dps")
+    return agree
 
 
 def _round_up(x: float, step: int = 5) -> int:
@@ -62,8 +213,8 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
     last = _last(alphas)
     try:
         with phase(progress, f"run 1/2 at {dps} digits, rtol {rtol:.0e}", last) as tick:
-            first = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                      dps=dps, rtol=rtol, progress=tick, integrator=integrator)
+            first = odes.integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                           dps=dps, rtol=rtol, progress=tick, integrator=integrator)
     except IntegrationError as exc:
         raise _lost(problem, dps, digits, basis, None,
                     f"the integration broke down ({' '.join(str(exc).split())}), the signature "
@@ -83,13 +234,13 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
             first.stats["agreement_digits"] = min(agree, ref_digits)
             first.stats["checked_against"] = "modes basis, float64"
             return first
-    dps2 = precision.checking_dps(dps)
+    dps2 = checking_dps(dps)
     try:
         with phase(progress, f"run 2/2 (check) at {dps2} digits, rtol {rtol / 100:.0e}",
                    last) as tick:
-            second = integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
-                                       dps=dps2, rtol=rtol / 100, integrator=integrator,
-                                       progress=tick)
+            second = odes.integrate_problem(problem, alphas, basis=basis, arithmetic=arithmetic,
+                                            dps=dps2, rtol=rtol / 100, integrator=integrator,
+                                            progress=tick)
     except IntegrationError:
         raise _lost(problem, dps, digits, basis, None,
                     f"the check at dps = {dps2} broke down") from None
@@ -107,9 +258,9 @@ def _float64_modes_reference(problem, alphas, progress=None):
     None when float64 cannot run it.  Cheap (no closure, no arbitrary precision) and independent
     of the level basis's cancellation, so it screens a fixed-dps level run first."""
     try:
-        a = integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-13)
-        b = integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-15,
-                              progress=progress)
+        a = odes.integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-13)
+        b = odes.integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-15,
+                                   progress=progress)
     except (IntegrationError, PrecisionLost, ValueError, OverflowError, ZeroDivisionError):
         return None
     return b, min(agreement_digits(a.eps_g, b.eps_g), 15.0)
@@ -120,8 +271,8 @@ def verify_float64(first, problem, alphas, *, basis: str, digits: int, progress=
     rtol = max(default_rtol(digits) / 100, 1e-16)
     with phase(progress, f"check: RK7(8) float64, rtol {rtol:.0e}",
                float(first.alpha[-1])) as tick:
-        second = integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
-                                   rtol=rtol, progress=tick)
+        second = odes.integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
+                                        rtol=rtol, progress=tick)
     agree = agreement_digits(first.eps_g, second.eps_g)
     if agree < digits:
         raise PrecisionLost(f"dps = \"float64\" verified only {max(agree, 0):.1f} of the {digits} "
@@ -145,7 +296,8 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     """
     precision.check_request(basis, dps, digits)
     _check_etas(problem)
-    p = precision.plan(basis, dps, digits, problem.L, autonomous=problem.autonomous)
+    # the Taylor jets carry no trained readout: RK7(8) then
+    p = precision.plan(basis, dps, digits, problem.L, jets=not problem.trained)
     tried = []
     if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
         traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,
@@ -200,9 +352,9 @@ def _run(p, problem, alphas, *, basis, rtol, progress, label):
             return solve_modes_fast(problem, alphas, rtol=rtol, progress=tick,
                                     monitor=_watch(problem, basis),
                                     exact_eps=problem.key.activation in EXACT_EPS_ACTIVATIONS)
-        return integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
-                                 dps=p.dps, rtol=rtol, progress=tick, integrator=p.integrator,
-                                 monitor=_watch(problem, basis))
+        return odes.integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                      dps=p.dps, rtol=rtol, progress=tick, integrator=p.integrator,
+                                      monitor=_watch(problem, basis))
 
 
 def _last(alphas) -> float:
@@ -217,10 +369,8 @@ def _name(p) -> str:
 
 def _tighter_pair(p, problem, alphas, *, basis, progress):
     """(ε_g of the run at p.rtol, the run at p.rtol / p.check_factor): concurrently when two
-    CPUs are free (the first in a forked child, as in ``precision.settle``), else one after
+    CPUs are free (the first in a forked child, as in ``settle``), else one after
     the other."""
-    from solvers.core.numbers import to_mpf
-    from solvers.hierarchy import background
     r1, r2 = p.rtol, p.rtol / p.check_factor
     job = None
     if background.concurrent_allowed():
@@ -278,16 +428,16 @@ def _execute(p, problem, alphas, *, basis, digits, progress, fallback=True):
         second.stats["route"] = p.route(basis)
         return second
     with phase(progress, f"{_name(p)}, rtol {p.rtol:.0e}", _last(alphas)) as tick:
-        traj = integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
-                                 dps=p.dps, rtol=p.rtol, progress=tick, integrator=p.integrator,
-                                 monitor=_watch(problem, basis))
+        traj = odes.integrate_problem(problem, alphas, basis=basis, arithmetic=p.arithmetic,
+                                      dps=p.dps, rtol=p.rtol, progress=tick,
+                                      integrator=p.integrator, monitor=_watch(problem, basis))
     if p.verify == "float64":
         return verify_float64(traj, problem, alphas, basis=basis, digits=digits,
                               progress=progress)
     if p.verify == "modes":
         with phase(progress, "check: modes basis, float64", _last(alphas)) as tick:
-            modes = integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
-                                      rtol=p.rtol, integrator=p.integrator, progress=tick,
-                                      monitor=_watch(problem, "modes"))
+            modes = odes.integrate_problem(problem, alphas, basis="modes", arithmetic=p.arithmetic,
+                                           rtol=p.rtol, integrator=p.integrator, progress=tick,
+                                           monitor=_watch(problem, "modes"))
         traj.stats["agreement_digits"] = check_float64_levels(traj, modes, digits)
     return traj

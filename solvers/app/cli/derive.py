@@ -8,7 +8,9 @@ equation per per-level state variable (R_in, then Q_ij with i <= j)::
                 [+ e2 · ν_{l+1} · noise · fn_X(R, Q)]      (label noise, [training] noise > 0)
                 [- c · η · kappa · X^(l)]                  (weight decay, c = 1 for R, 2 for Q)
 
-with Y over the next level's R, Q and teacher T, and ε_g(R, Q, T).  Names in the text form:
+with Y over the next level's R, Q and teacher T, and ε_g(R, Q, T).  A trained readout
+(``[model] readout = "trained"``) adds ``dv_i/dα = η_v <g_s(x_i) Δ>`` (level 1 only; ``eta_v``
+its learning rate), and the v_i appear in the coefficients, f and ε_g.  Names in the text form:
 ``R_i_n``, ``Q_i_j``, ``T_n_m`` are level 1 (they fix the pre-activation covariances),
 ``nR_i_n``, ``nQ_i_j``, ``nT_n_m`` level l + 1, ``lR_i_n``, ``lQ_i_j`` level l (weight
 decay only), ``nu`` = ν_{l+1} = Tr Σ^(l+1)/N, ``eta`` the learning rate, ``e2`` = η²/B for
@@ -70,10 +72,6 @@ def size(spec, closed: bool = False) -> None:
     """Refuse (ValueError, one line with the estimate) a derivation too large to print."""
     from solvers.core.codegen_time import describe, estimate_seconds, n_state
     m = spec.model
-    if m.readout != "fixed":
-        # the hierarchy holds the first layer's equations only: never print a partial system
-        raise ValueError(f"{spec.path}: [model] readout = {m.readout!r}: derive prints the "
-                         f"equations of fixed readouts only (readout = \"fixed\")")
     key = m.system_key()
     seconds = estimate_seconds(key.activation, m.K, m.M)
     if seconds > MAX_DERIVE_SECONDS:
@@ -118,6 +116,15 @@ def derive_result(spec, closed: bool = False, write: bool = False) -> dict:
         equations.append({"lhs": f"d{label[0]}^(l){label[1:]}/dalpha",
                           "rhs_text": sp.sstr(rhs),
                           "rhs_latex": sp.latex(rhs, symbol_names=names)})
+    if key.trained:
+        # the learned readout: level 1 only, dv_i/dα = η_v <g_s(x_i) Δ>
+        eta_v = sp.Symbol("eta_v", positive=True)
+        names[eta_v] = r"\eta_v"
+        for i, rate in enumerate(h.readout_rates):
+            rhs = eta_v * tidy(rate)
+            labels.append(f"v_{i + 1}")
+            equations.append({"lhs": f"dv_{i + 1}/dalpha", "rhs_text": sp.sstr(rhs),
+                              "rhs_latex": sp.latex(rhs, symbol_names=names)})
     eps = tidy(h.eps_g)
     out = {"model": key.description, "tag": key.tag, "state": labels, "equations": equations,
            "eps_g": {"text": sp.sstr(eps), "latex": sp.latex(eps, symbol_names=names)},
@@ -140,6 +147,7 @@ def _latex_names(h) -> dict:
     """Display names: level 1 as R^{(1)}_{in}, next level as R^{(l+1)}_{in}, l-level X^{(l)}."""
     import sympy as sp
     names = {h.nu: r"\nu_{l+1}", h.e2: "e_2"}
+    names.update({v: f"v_{{{i + 1}}}" for i, v in enumerate(h.v)})
     for block, level in ((h.v1, "1"), (h.nxt, "l+1")):
         for sym in block.state + block.teacher:
             letter, *idx = sym.name.lstrip("n").split("_")

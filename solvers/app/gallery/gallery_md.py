@@ -30,9 +30,9 @@ says why none is set.
 
 After the paper's figures come the companion theories' figures, made the same way: B1-B3 for the
 Bayes-optimal baseline (`scaling-odes bayes`) and K1 for kernel learning curves
-(`scaling-odes kernel`); F1, F2, F4 for the committee-machine family (other activations, label
-noise, learning-rate schedules: `scaling-odes compare` with `[model] student_activation`,
-`[training] noise`, `[training] schedule`).
+(`scaling-odes kernel`); F1-F4 for the committee-machine family (other activations, label
+noise, a trained second layer, learning-rate schedules: `scaling-odes compare` with `[model]
+student_activation`, `[training] noise`, `[model] readout = "trained"`, `[training] schedule`).
 
 """
 
