@@ -21,6 +21,8 @@ from solvers.theory.variants import (Refused, _teacher_matrices, asymptotic_nume
                                      ode_starts, plateau_numeric, plateau_refusal,
                                      symmetric_teacher_modes)
 
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
 
 def _exact(f):
     return sp.Rational(f.numerator, f.denominator)

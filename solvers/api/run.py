@@ -208,7 +208,7 @@ def _plateau_family(spec, which):
     spec = as_spec(spec, which)
     started = time.perf_counter()
     try:
-        check_plateau(spec, which)
+        check_plateau(spec, which, cli.plateau_section(spec, which))
     except ValueError as e:          # worded as the command line words it
         raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
     with user_errors():

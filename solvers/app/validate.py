@@ -326,17 +326,13 @@ def plateau_seconds(spec) -> float:
         max(1.0, m.M / 2) ** 4
 
 
-def check_plateau(spec, command: str) -> None:
+def check_plateau(spec, command: str, sec: dict | None = None) -> None:
     """Size ``plateau`` / ``asymptotic`` by the route that will run (ValueError with the
-    estimate): the erf closed forms, or the numeric route of solvers.theory.variants."""
-    from solvers.app import sections
+    estimate): the erf closed forms, or the numeric route of solvers.theory.variants.
+    ``sec``: the command's validated section (``plateau_section``; None: its defaults)."""
     from solvers.theory.variants import closed_form_applies, numeric_seconds
     d, m = spec.data, spec.model
-    schema = sections.PLATEAU_SCHEMA if command == "plateau" else sections.ASYMPTOTIC_SCHEMA
-    try:
-        sec = sections.read(spec, command, schema)
-    except Exception:               # a bad [section] is reported by the command itself
-        sec = {"dps": 30}
+    sec = {"dps": 30} if sec is None else sec
     if closed_form_applies(spec, sec.get("teacher", "symmetrised")):
         est, route = plateau_seconds(spec), "fixed point and Jacobian over L levels"
     else:

@@ -75,10 +75,20 @@ def _load(path, command="plateau"):
     from solvers.app.validate import check_plateau
     spec = load_spec(path, extra_sections=("plateau", "asymptotic"), sizing=None)
     try:
-        check_plateau(spec, command)
+        check_plateau(spec, command, plateau_section(spec, command))
     except ValueError as e:
         raise SpecError(f"{spec.path}: {' '.join(str(e).split())}") from None
     return spec
+
+
+def plateau_section(spec, command: str) -> dict | None:
+    """The validated ``[plateau]`` / ``[asymptotic]`` section for sizing, or None when it is
+    bad (the command itself reports that, in its own words)."""
+    schema = sections.PLATEAU_SCHEMA if command == "plateau" else sections.ASYMPTOTIC_SCHEMA
+    try:
+        return sections.read(spec, command, schema)
+    except Exception:
+        return None
 
 
 def closed_form_route(spec, teacher: str = "symmetrised") -> bool:
