@@ -184,6 +184,14 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
             set_rates = arb_rhs.set_rates
             start = arb_rhs.state(y0, num.v0 if trained else None)
             unpack = (arb_rhs.split if trained else from_arb_mat)
+            if trained and monitor is not None:
+                # monitors see a trained run's flat layout (levels / modes, then v), as on
+                # the object-array route, not the arb_mat's padded row L
+                watch = monitor
+
+                def monitor(t, Y):
+                    y, v = arb_rhs.split(Y)
+                    watch(t, np.concatenate([y.reshape(-1), v]))
             if problem.autonomous:
                 fun = arb_rhs
             else:
