@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
+from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
