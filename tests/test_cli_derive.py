@@ -201,18 +201,28 @@ def test_write_then_solve_uses_the_module(tmp_path, capsys, monkeypatch):
     ('activation = "tanh"', 1, (), "[model] activation"),
     ('activation = "erf"', 20, (), "K = 20"),
     ('activation = "erf"', 2, ("--closed",), "--closed"),
-    ('activation = "erf"\nreadout = "trained"', 1, (), "readout"),
+    ('activation = "erf"\nreadout = "trained"', 1, (), "eta_readout"),
 ])
 def test_bad_input_one_line(tmp_path, capsys, model, K, extra, words):
     L = 16 if extra else 2
     path = spec(tmp_path, model, K=K, L=L)
-    if "trained" in model:
-        path.write_text(path.read_text().replace("eta = 0.5", "eta = 0.5\neta_readout = 0.5"))
+    # a trained readout without its learning rate
     code, out, err = run_cli(["derive", path, *extra], capsys)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and words in err, err
     if K == 20:
         assert "about" in err                      # the estimate is in the message
+
+
+def test_trained_readout_equations(tmp_path, capsys):
+    """A trained readout prints dv_i/dα (η_v times <g(x_i) Δ>) after the level equations, and
+    v_i in the coefficients and ε_g."""
+    path = spec(tmp_path, 'activation = "erf"\nreadout = "trained"', K=2)
+    path.write_text(path.read_text().replace("eta = 0.5", "eta = 0.5\neta_readout = 0.3"))
+    doc, _ = derive_json(path, capsys)
+    assert doc["state"][-2:] == ["v_1", "v_2"]
+    assert [e["lhs"] for e in doc["equations"][-2:]] == ["dv_1/dalpha", "dv_2/dalpha"]
+    assert "eta_v" in doc["equations"][-1]["rhs_text"] and "v_1" in doc["eps_g"]["text"]
 
 
 def test_api_result(tmp_path):

@@ -89,8 +89,8 @@ def test_plain_only_routes_refuse_other_models():
         checked_options(spec, "curve")
     trained = parse_spec({**doc, "model": {**doc["model"], "readout": "trained"},
                           "training": {"eta": 0.1, "eta_readout": 0.1}})
-    with pytest.raises(ValueError, match="not implemented by the ODEs"):
-        problem_of(trained)
+    with pytest.raises(ValueError, match="modes kernel"):
+        modes_fast.inputs_from_problem(problem_of(trained))
 
 
 # -- the hierarchy ------------------------------------------------------------------------------

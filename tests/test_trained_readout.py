@@ -286,6 +286,22 @@ def test_trained_variant_matrix(cache, p, q):
         _check(student, teacher, K, M, subset, r, eps)
 
 
+def _full_params():
+    short = {"x**2": "x2", "x**3 - 3*x": "x3m3x"}
+    return [pytest.param(s, t, K, M, id=f"{short.get(s, s)}-{short.get(t, t)}-K{K}M{M}")
+            for (s, t), K, M in product(PAIRS, range(1, 5), range(1, 5))]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("student, teacher, K, M", _full_params())
+def test_trained_variant_matrix_full(cache, student, teacher, K, M):
+    """K, M <= 4 under make verify: every pair, all options off and all on."""
+    V0.setdefault(K, [f"{0.75 - 0.1 * i:.2f}" for i in range(K)])      # exact decimals
+    for subset in (0, 7):
+        r, eps = _run(_doc(student, teacher, K, M, subset), (student, teacher, K, M, subset))
+        _check(student, teacher, K, M, subset, r, eps)
+
+
 @pytest.mark.parametrize("student, teacher", PAIRS,
                          ids=[_id(p, 0).rsplit("-", 1)[0] for p in range(len(PAIRS))])
 def test_trained_schedules_and_vanishing_eta_v(cache, student, teacher):

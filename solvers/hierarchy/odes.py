@@ -374,14 +374,3 @@ def _integrate_scipy(mod, num, basis, alphas, rtol, atol, progress):
     if progress is not None:
         progress(alphas[-1])
     return [sol.y[:, i].reshape(shape) for i in range(len(alphas))], {"n_fevals": sol.nfev}
-
-
-def __getattr__(name):
-    # moved to solvers.hierarchy.verify (plan -> run -> verify): the old names keep working
-    if name in ("solve_auto", "check_float64_levels"):
-        import warnings
-        warnings.warn(f"solvers.hierarchy.odes.{name} is solvers.hierarchy.verify.{name} now",
-                      DeprecationWarning, stacklevel=2)
-        from solvers.hierarchy import verify
-        return getattr(verify, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

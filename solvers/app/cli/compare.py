@@ -8,7 +8,8 @@ simulator recorded), ``theory`` (the ``solve`` JSON at those α for the first se
 realisation), ``simulation`` (the ``simulate`` JSON), with several seeds ``theory_ensemble``
 (``seeds``, ``eps_g_runs``: the theory of each seed's realisation), ``rms_deviation``
 (relative, each seed against its own theory, pooled), ``rms_deviation_per_seed``,
-``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``, ``meta``.
+``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``, ``v_rms_absolute`` (a trained
+readout: RMS of v_sim − v_theory over seeds, α and units), ``meta``.
 """
 from __future__ import annotations
 
