@@ -20,6 +20,11 @@ with its jet recurrence (u, v jets, w the result, coefficients indexed from 0):
                (ReLU students)           (w' = Σ_ab g_ab r_ab', g_ab = dP4/dr_ab elementary
                                          nodes; w_0 by quadrature, ctx.orthant4)
 
+A trained readout (``key.trained``): the student's v_1..v_K are inputs after the level-1 state
+(their jets are v's own Taylor coefficients, which the integrator builds from the outputs), and
+the readout rates <g_s(x_i) Δ> (derive/hierarchy.py ``readout_rates``) are N_READOUT = K more
+outputs after fn: dv_i/dα = η_v · rate_i gives v_{i,k+1} = η_v · rate_{i,k} / (k + 1).
+
 Sub-expressions of the constants alone (the teacher T1, η, π, rationals) are evaluated once
 ("constants"); an operation with a constant operand costs O(1) per order instead of O(k).
 The printed module has ``jets_start(v1, t1, eta, ctx)`` (order 0 of every node) and
@@ -254,10 +259,14 @@ def program(key):
     d = _derive(key)
     h = d.h
     printer = ContextPrinter({"fully_qualified_modules": False})
-    prog = _Program(h.v1.state, list(h.v1.teacher) + [h.eta], printer)
+    # a trained readout: v_1..v_K are inputs after the level-1 state (their jets are v's own
+    # Taylor coefficients), and the readout rates <g_s(x_i) Δ> are outputs after fn
+    inputs = list(h.v1.state) + list(h.v)
+    prog = _Program(inputs, list(h.v1.teacher) + [h.eta], printer)
     # outputs: a, f, then the label-noise coefficients fn (used only when noise > 0)
     memo = {}
-    exprs = [_shorter_bases(e, h.v1.state, memo) for e in d.a_exprs + d.f_exprs + d.fn_exprs]
+    rates = list(h.readout_rates) if key.trained else []
+    exprs = [_shorter_bases(e, inputs, memo) for e in d.a_exprs + d.f_exprs + d.fn_exprs + rates]
     replacements, reduced = cse(exprs, "x")          # = sp.cse(..., order="none"), faster
     for sym, val in replacements:
         prog.bound[sym] = prog.emit(val)
@@ -303,7 +312,7 @@ def render_jets(key) -> str:
     def w(i):
         return f"w{i}"
 
-    unpack = (f"    {', '.join(map(str, h.v1.state))}, = v1\n"
+    unpack = (f"    {', '.join(map(str, list(h.v1.state) + list(h.v)))}, = v1\n"
               f"    {', '.join(map(str, h.v1.teacher))}, = t1\n")
     consts = [f"    {line}" for line in prog.const_lines]
     const_names = [line.split(" = ")[0] for line in prog.const_lines]
@@ -325,6 +334,9 @@ def render_jets(key) -> str:
         helpers += "from solvers.integrators.jet_ops import orthant as _orthant\n"
     src = (HEADER + doc + "\n" + f"ACTIVATION, K, M = {key.activation!r}, {key.K}, {key.M}\n"
            + f"N_NODES, N_OUTPUTS = {nn}, {len(outputs)}\n")
+    if key.trained:
+        # v1 is (level-1 state, v_1..v_K); the last N_READOUT outputs are the readout rates
+        src += f"TRAINED, N_READOUT = True, {key.K}\n"
     src += helpers
     src += ("\n\ndef jets_start(v1, t1, eta, ctx):\n"
             '    """Order 0 of every node; the constants are computed here once."""\n'
@@ -334,14 +346,19 @@ def render_jets(key) -> str:
             + f"    nodes = [{', '.join(w(i) for i in range(nn))}]\n"
             + f"    return (consts, nodes), ({''.join(o + ', ' for o in out0)})\n")
     # order-1 systems (e2 = 0) never use f: a second function extends only what a needs
-    need = _needed(prog.nodes, [ref for kind, ref in outputs[:n_a_outputs(key)] if kind == "n"])
+    # (a trained readout's rates are needed at order 1 too: they are kept with a)
+    na, nr = n_a_outputs(key), (key.K if key.trained else 0)
+    kept = outputs[:na] + outputs[len(outputs) - nr:]
+    need = _needed(prog.nodes, [ref for kind, ref in kept if kind == "n"])
     extend_a = [line for i, line in enumerate(extend) if i in need]
-    outk_a = outk[:n_a_outputs(key)] + ["0"] * (len(outk) - n_a_outputs(key))
+    outk_a = outk[:na] + ["0"] * (len(outk) - na - nr) + outk[len(outk) - nr:]
     unpack_state = ("    consts, nodes = state\n"
                     + (f"    {''.join(n + ', ' for n in const_names)}= consts\n" if const_names else "")
                     + f"    {''.join(w(i) + ', ' for i in range(nn))}= nodes\n")
     src += ("\n\ndef jets_extend_a(state, v1k, k):\n"
-            '    """As jets_extend for the a outputs only (f outputs returned as 0): order-1 runs."""\n'
+            + ('    """As jets_extend for the a outputs and the readout rates only (f, fn returned '
+               'as 0): order-1 runs."""\n' if key.trained else
+               '    """As jets_extend for the a outputs only (f outputs returned as 0): order-1 runs."""\n')
             + unpack_state
             + "\n".join(extend_a) + "\n"
             + f"    return ({''.join(o + ', ' for o in outk_a)})\n")

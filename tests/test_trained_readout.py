@@ -236,7 +236,7 @@ def _run(doc, tag):
     eps = [mpmath.mpf(e) for e in r.eps_g]
     assert all(mpmath.isfinite(e) and e > 0 for e in eps), (tag, eps)
     assert r.meta["agreement_digits"] >= DIGITS, (tag, r.meta["agreement_digits"])
-    assert "rk78" in r.meta["route"], (tag, r.meta["route"])
+    assert "/taylor/" in r.meta["route"], (tag, r.meta["route"])
     return r, eps
 
 
@@ -323,7 +323,7 @@ def test_trained_readout_routes_refused_in_one_line(cache):
     from solvers.app.spec import parse_spec
     from solvers.hierarchy.odes import integrate_problem
     problem = problem_of(parse_spec(_doc("erf", "erf", 2, 2, 0)))
-    for kw in ({"integrator": "taylor"}, {"arithmetic": "scipy"}):
+    for kw in ({"arithmetic": "scipy"},):
         with pytest.raises(ValueError, match="trained readout") as exc:
             integrate_problem(problem, [0, 1], basis="modes", **kw)
         assert "\n" not in str(exc.value)

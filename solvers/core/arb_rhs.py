@@ -12,6 +12,14 @@ everything of size L is a handful of ``arb_mat`` products, each one call into C.
 system's numpy assembly (``solvers.core.assembly``) does the same on object arrays, where every
 one of the L · N_STATE · (N_STATE + N_TEACHER) products is a Python-level call; it remains the
 reference (``tests/test_arb_rhs.py`` checks the two agree to the working precision).
+
+A trained readout (the module's ``TRAINED``): the student's v_1..v_K are one more row of Y,
+row L, padded with zeros to N_STATE columns (N_STATE = KM + K(K+1)/2 >= K), so that every
+integrator keeps one arb_mat state.  C (or Λ), the teacher and the forcing get a zero row and
+column there, so the level algebra leaves that row at zero, and it is then set to
+dv_i/dα = η_v <g_s(x_i) Δ> (``readout_rates`` of the level-1 state and v; η_v constant, not
+scaled by a learning-rate schedule).  v enters the coefficients as arguments after the
+level-1 state (``level_one`` returns both).
 """
 from __future__ import annotations
 
@@ -55,6 +63,11 @@ class ArbMatRHS:
         self.has_e2 = not (num.e2 == 0)
         L = len(num.lam)
         self.L = L
+        # a trained readout: v is row L of the state (module docstring); R rows in all
+        self.trained = bool(getattr(mod, "TRAINED", False))
+        self.n_readout = mod.K if self.trained else 0
+        R = L + 1 if self.trained else L
+        self.eta_v = num.eta_v if self.trained else None
         a_index = list(mod.A_INDEX)
         self._state_entries = [(k, s, t) for k, (s, t) in enumerate(a_index) if t < self.n]
         self._teacher_entries = [(k, s, t - self.n) for k, (s, t) in enumerate(a_index)
@@ -68,27 +81,59 @@ class ArbMatRHS:
         self._fn_entries = [(n_af + k, s) for k, s in enumerate(mod.FN_INDEX)]
         self._kdiag = [1 if s < mod.K * mod.M else 2 for s in range(self.n)]
         self.set_rates(num.eta, num.e2)
+        pad = self._padded
         if basis == "levels":
-            C = arb_mat(L, L)
+            C = arb_mat(R, R)
             for i in range(L - 1):
                 C[i, i + 1] = 1
             for j in range(L):
                 C[L - 1, j] = -num.c[j]
             self.C = C
-            self.teacher = to_arb_mat(num.T_levels)
-            self.forcing = to_arb_mat(num.nu)                      # ν_1..ν_L
+            self.teacher = pad(num.T_levels)
+            self.forcing = pad(num.nu)                             # ν_1..ν_L
             self.t1 = list(num.T_levels[0])
         elif basis == "modes":
-            D = arb_mat(L, L)
+            D = arb_mat(R, R)
             for i in range(L):
                 D[i, i] = num.lam[i]
             self.D = D
-            self.lam_row = to_arb_mat(num.lam).transpose()
-            self.teacher = to_arb_mat(num.T_modes)
-            self.forcing = to_arb_mat(num.w * num.lam)
+            self.lam_row = pad(num.lam).transpose()
+            self.teacher = pad(num.T_modes)
+            self.forcing = pad(num.w * num.lam)
             self.t1 = list(num.lam @ num.T_modes)
         else:
             raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
+
+    def _padded(self, arr):
+        """to_arb_mat of an L-row array, with a zero row L for a trained readout's v."""
+        M = to_arb_mat(arr)
+        if not self.trained:
+            return M
+        out = _arb_mat()(M.nrows() + 1, M.ncols())
+        for i in range(M.nrows()):
+            for j in range(M.ncols()):
+                out[i, j] = M[i, j]
+        return out
+
+    def state(self, y, readout=None):
+        """The arb_mat state of an (L, N_STATE) object array ``y`` (and, trained, the v
+        ``readout`` as row L)."""
+        if not self.trained:
+            return to_arb_mat(y)
+        if readout is None or len(readout) != self.n_readout:
+            raise ValueError(f"a trained readout's state needs readout = v ({self.n_readout} "
+                             f"numbers)")
+        rows = [list(r) for r in np.asarray(y, dtype=object)]
+        rows.append(list(readout) + [0] * (self.n - self.n_readout))
+        return _arb_mat()(rows)
+
+    def split(self, Y):
+        """(L, N_STATE) object array of the levels / modes, and v ((K,) object array; empty
+        untrained)."""
+        arr = from_arb_mat(Y)
+        if not self.trained:
+            return arr, arr[:0, 0]
+        return arr[:self.L], arr[self.L, :self.n_readout].copy()
 
     def set_rates(self, eta, e2):
         """Use the learning rate ``eta`` and η² term ``e2`` (numbers of the context) from the
@@ -101,14 +146,32 @@ class ArbMatRHS:
             self.Dd = Dd
 
     def level_one(self, Y):
-        """Level-1 state (list of arb) of the arb_mat state Y."""
+        """Level-1 state (list of arb) of the arb_mat state Y, then v when trained (the
+        coefficients' v1 argument)."""
+        v = [Y[self.L, i] for i in range(self.n_readout)]
         if self.basis == "levels":
             if self.L >= 2:
-                return [Y[1, j] for j in range(self.n)]
+                return [Y[1, j] for j in range(self.n)] + v
             top = self.C * Y
-            return [top[0, j] for j in range(self.n)]
-        v = self.lam_row * Y
-        return [v[0, j] for j in range(self.n)]
+            return [top[0, j] for j in range(self.n)] + v
+        x = self.lam_row * Y
+        return [x[0, j] for j in range(self.n)] + v
+
+    def readout_rates(self, v1):
+        """<g_s(x_i) Δ>, i = 1..K, at ``v1`` = level_one(Y) (at ``coef_dps`` when set: an
+        error there moves v as a rounded η_v would, shared by every row)."""
+        if self.coef_dps is None:
+            return list(self.mod.readout_rates(v1, self.t1, self.ctx))
+        with self.ctx.workdps(self.coef_dps):
+            out = self.mod.readout_rates([+x for x in v1], self.t1, self.ctx)
+            return [x.mid() if hasattr(x, "mid") else x for x in out]
+
+    def set_readout_row(self, out, rates):
+        """Row L of ``out`` := η_v · rates (then zeros): dv/dα, or its Taylor coefficient
+        before the division by k + 1.  In place; returns ``out``."""
+        for i in range(self.n):
+            out[self.L, i] = self.eta_v * rates[i] if i < self.n_readout else 0
+        return out
 
     def coefficients(self, v1):
         """The generated coefficients a, f of v1; at ``coef_dps`` digits when set.
@@ -161,4 +224,8 @@ class ArbMatRHS:
             out = out + self.forcing * (f * self.e2)
         if self.has_decay:
             out = out - Y * self.Dd
+        if self.trained:
+            # the zero row L of C / Λ, teacher and forcing left v's row at 0 (decay: v·κη,
+            # overwritten); dv/dα there
+            self.set_readout_row(out, self.readout_rates(v1))
         return out

@@ -105,9 +105,6 @@ def load(key: SystemKey, target: str):
     the module of Taylor-jet recurrences of its level-1 coefficients."""
     if target not in (*DEFAULT_CONTEXT, "taylor"):
         raise ValueError(f"target must be one of {(*DEFAULT_CONTEXT, 'taylor')}, got {target!r}")
-    if target == "taylor" and key.trained:
-        raise ValueError("a trained readout has no Taylor jets (its v is state the jets do not "
-                         "carry): use integrator = 'rk78'")
     name = codegen.module_name(key, target)
     if (key, target) in _loaded:
         return _loaded[key, target]
@@ -190,9 +187,9 @@ def ensure_printed(key: SystemKey) -> None:
 
 
 def _targets(key: SystemKey) -> tuple:
-    """The modules a system is printed into: the solver and its Taylor jets (none for a
-    trained readout, whose v the jets do not carry)."""
-    return ("mpmath",) if key.trained else ("mpmath", "taylor")
+    """The modules a system is printed into: the solver and its Taylor jets (a trained
+    readout's jets carry v as inputs and its rates as outputs, derive/taylor.py)."""
+    return ("mpmath", "taylor")
 
 
 def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_say) -> dict:

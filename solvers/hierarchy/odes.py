@@ -10,9 +10,9 @@
   restarted with each piece's constant η at every switching α (any integrator); "power" sets
   η(α) and e2 = η(α)²/B at every right-hand-side call of the RK7(8); the Taylor integrator
   carries η(α)'s series in its jets (SciPy's DOP853 comparison path takes no schedule).
-* a trained readout (``Problem.trained``): v_1..v_K follow the level or modes state in the
-  integrator's flat state (RK7(8) on object arrays: neither the Taylor jets nor the arb_mat
-  algebra carry v).
+* a trained readout (``Problem.trained``): v_1..v_K are state too.  On flint (arb_mat algebra,
+  RK7(8) or Taylor) they are one more row of the state matrix (solvers.core.arb_rhs); on object
+  or float64 arrays they follow the level or modes state in the flat state (``_with_readout``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat, to_arb_mat
+from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat
 from solvers.integrators.rk78 import IntegrationError, integrate
 from solvers.core.numbers import context, to_mpf
 from solvers.core.problem import Problem, unpack_state
@@ -112,10 +112,9 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     if problem.schedule is not None and arithmetic == "scipy":
         raise ValueError("arithmetic = 'scipy' runs a constant eta only: use 'float64' (the "
                          "same RK7(8) as arbitrary precision) for a schedule")
-    if problem.trained and (integrator == "taylor" or arithmetic == "scipy"):
-        raise ValueError("a trained readout runs on the RK7(8) (integrator = 'rk78', "
-                         "arithmetic flint, mpmath or float64): its v is state the Taylor "
-                         "jets and the SciPy comparison path do not carry")
+    if problem.trained and arithmetic == "scipy":
+        raise ValueError("a trained readout runs with arithmetic flint, mpmath or float64: its "
+                         "v is state the SciPy comparison path does not carry")
     requested = checked_alphas(alphas)
     # the initial condition is the state at alpha = 0: a grid starting later is integrated from
     # 0 and only the requested points are reported
@@ -174,17 +173,25 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
-        short = (short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs
-                 and not problem.trained else None)
+        short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
         # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
         # a power schedule (set_rates)
         trained = problem.trained
-        if (arithmetic == "flint" and matrix_rhs or integrator == "taylor") and not trained:
+        if arithmetic == "flint" and matrix_rhs or integrator == "taylor":
             # the generated system as arb_mat algebra (solvers.core.arb_rhs): same numbers, the
-            # O(L) work in C instead of numpy's object loops
+            # O(L) work in C instead of numpy's object loops; a trained readout's v is row L
             arb_rhs = ArbMatRHS(mod, num, ctx, basis, coef_dps=short)
             set_rates = arb_rhs.set_rates
-            start, unpack = to_arb_mat(y0), from_arb_mat
+            start = arb_rhs.state(y0, num.v0 if trained else None)
+            unpack = (arb_rhs.split if trained else from_arb_mat)
+            if trained and monitor is not None:
+                # monitors see a trained run's flat layout (levels / modes, then v), as on
+                # the object-array route, not the arb_mat's padded row L
+                watch = monitor
+
+                def monitor(t, Y):
+                    y, v = arb_rhs.split(Y)
+                    watch(t, np.concatenate([y.reshape(-1), v]))
             if problem.autonomous:
                 fun = arb_rhs
             else:
@@ -232,11 +239,14 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
 
             flat = _by_pieces(problem, num, set_rates, piece,
                               [_exact_alpha(a) for a in alphas], start, stats)
-            states = [from_arb_mat(s) for s in flat]
-            eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M)
+            states = [unpack(s) for s in flat]
+            readouts = []
+            if trained:
+                states, readouts = [s for s, _ in states], [v for _, v in states]
+            eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M, readouts)
             stats["wall_s"] = time.perf_counter() - started
             return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats,
-                              states)
+                              states, readouts)
         # ---------------------------------------------------------------------------------------
         try:
             def piece(points, y, counts):

@@ -77,8 +77,8 @@ def choose_integrator(basis: str, arithmetic: str, digits: int, L: int,
     """The integrator for a run: the Taylor series (solvers.integrators.taylor) for flint runs
     from TAYLOR_MIN_DIGITS digits on, the embedded RK7(8) otherwise (float64 and mpmath).
     A power learning-rate schedule chooses the same (the Taylor series carries η(α)'s own
-    series).  ``jets=False``: the system has no Taylor jets (a trained readout, whose v the
-    jets do not carry): the RK7(8)."""
+    series), and so does a trained readout (its v is carried by the jets too).
+    ``jets=False``: a system without Taylor jets: the RK7(8)."""
     if arithmetic == "flint" and digits >= TAYLOR_MIN_DIGITS and jets:
         return "taylor"
     return "rk78"
@@ -150,7 +150,8 @@ def plan(basis: str, dps, digits: int, L: int, jets: bool = True) -> Plan:
 
     A power schedule gets the same integrators (the Taylor series carries η(α)); the caller
     skips the ``faster`` route, whose stiff solver has a constant η.  ``jets=False`` (a
-    trained readout): the RK7(8) where the Taylor series would run (``choose_integrator``).
+    system without Taylor jets): the RK7(8) where the Taylor series would run
+    (``choose_integrator``).
     """
     def pick(arithmetic):
         return choose_integrator(basis, arithmetic, digits, L, jets)

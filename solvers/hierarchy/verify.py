@@ -134,8 +134,7 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     one after the other.  Same result either way; ``stats["concurrent_runs"]`` says which.
     """
     if integrator == "auto":
-        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L,
-                                                 jets=not problem.trained)
+        integrator = precision.choose_integrator(basis, arithmetic, digits, problem.L)
     rtol = default_rtol(digits, integrator)
 
     last = alphas[-1]
@@ -296,8 +295,7 @@ def solve(problem, alphas, *, basis: str, dps, digits: int, progress=None):
     """
     precision.check_request(basis, dps, digits)
     _check_etas(problem)
-    # the Taylor jets carry no trained readout: RK7(8) then
-    p = precision.plan(basis, dps, digits, problem.L, jets=not problem.trained)
+    p = precision.plan(basis, dps, digits, problem.L)
     tried = []
     if p.faster is not None and _fast_route_applies(p.faster, problem, basis):
         traj = _execute(p.faster, problem, alphas, basis=basis, digits=digits,

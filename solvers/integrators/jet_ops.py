@@ -13,6 +13,9 @@ coefficient k of the outputs: the nonzero a entries (A_INDEX order of the system
 ``derive.codegen.module_name``), the f entries (F_INDEX order), then the label-noise
 coefficients (FN_INDEX order), N_OUTPUTS in all;
 ``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
+A trained readout's module (``TRAINED, N_READOUT = True, K``) takes v1 = (level-1 state,
+v_1..v_K) and v1k likewise, and appends the K readout rates <g_s(x_i) Δ> to the outputs
+(``jets_extend_a`` returns them too).
 
 All functions here take lists of Taylor coefficients (any number type supporting ``+ * /``) and return
 coefficient ``k`` of the result, given coefficients ``0 .. k-1`` of the result where needed;

@@ -31,6 +31,13 @@ with the series of s and s² about the step's start (the binomial series of a po
 function, exact coefficients: jet_ops.linear_power), on the N_STATE-sized coefficient matrices,
 so the cost does not grow with L.  Weight decay takes the product with the state's own series.
 
+A trained readout: v_1..v_K are row L of Y (solvers.core.arb_rhs, zero-padded), the jets take
+v's coefficients as inputs after the level-1 state and return the readout rates after the other
+outputs; the level algebra leaves row L at zero and it is set to
+(k + 1) v_{k+1} = η_v · rate_k (η_v constant: the schedule's series multiplies a, f and the decay
+only).  The step size measures that row like any other (relative to itself), and dense output
+evaluates it with the same Horner sums.
+
 From order FIXED_POINT_MIN_ORDER on (up to FIXED_POINT_MAX_ROWS levels), the level-basis series
 runs on fmpz integers (solvers/integrators/fixed_series.py); its coefficients come back scaled
 (Y_k = 2^(u_r - σk) Ỹ_k per row r), and the step is kept <= 2^σ so that the integers' unit
@@ -144,8 +151,12 @@ class TaylorSeries:
             state_out["state"] = st
             return out0
 
-        mats = [rhs._matrices(self._short(start))]
+        co = self._short(start)
+        mats = [rhs._matrices(co)]
         state = state_out["state"]
+        nr = getattr(rhs, "n_readout", 0)
+        # a trained readout: the jets' last N_READOUT outputs are the rates (module docstring)
+        rates = [co[len(co) - nr:]] if nr else None
         # a power schedule: the jets run at the constant base η (rhs.eta), and each order's
         # coefficients are the Cauchy products with η(α)/η (a), (η(α)/η)² (f); ``raw`` keeps
         # the constant-η ones.  Without a schedule nothing below changes.
@@ -172,12 +183,17 @@ class TaylorSeries:
                     for i in range(1, k + 1):
                         sY += Ys[k - i] * rate[0][i]
                     S -= sY * rhs.Dd
+            if nr:
+                rhs.set_readout_row(S, rates[k])
             Y = S / (k + 1)
             Ys.append(Y)
             if k + 1 < order:
                 Zs.append(rhs.C * Y if self.levels else Y)
                 v1k = self._v1(Y)
-                new = rhs._matrices(self._short(self.extend, state, [+x for x in v1k], k + 1))
+                co = self._short(self.extend, state, [+x for x in v1k], k + 1)
+                new = rhs._matrices(co)
+                if nr:
+                    rates.append(co[len(co) - nr:])
                 if rate is None:
                     mats.append(new)
                 else:
@@ -220,9 +236,10 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     series = TaylorSeries(rhs, jets, jet_dps, schedule)
     fixed = None
     # the fixed-point series has the original model's terms only (no noise, no weight decay,
-    # constant η)
+    # constant η, fixed readout)
     if (rhs.basis == "levels" and p >= FIXED_POINT_MIN_ORDER and Y0.nrows() <= FIXED_POINT_MAX_ROWS
-            and not rhs.has_noise and not rhs.has_decay and series.schedule is None):
+            and not rhs.has_noise and not rhs.has_decay and series.schedule is None
+            and not getattr(rhs, "trained", False)):
         from solvers.integrators.fixed_series import FixedPointSeries
         fixed = FixedPointSeries(rhs, jets, series._short, series.extend, jet_dps)
     safety = math.exp(-2.0) * math.exp(-0.7 / (p - 1))
