@@ -22,7 +22,7 @@ much faster per step, so the time ratio says how the verified solve compares wit
 integrator a user would write in Python, not with the peers' binaries.
 
 With ``--trained`` the second layer is learned too (η_v = ETA_V, nn2pp's ``--both``): v joins
-the state of both (the solve's RK7(8) route, the Euler loop's fourth block), and the table adds
+the state of both (the solve's Taylor route, the Euler loop's fourth block), and the table adds
 the deviation of v.
 
 Run:  .venv/bin/python bench/bench_peers.py            (η = 0.1 to α = 5000, η = 0.5 to 1000;
