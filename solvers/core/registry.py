@@ -190,7 +190,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
     """Print the modules of ``key`` for ``targets`` into ``folder``, announcing it with the
     estimated time and ending with the measured time per phase; returns the phases' seconds."""
     what = f"{key.description} solver"
-    estimate = estimate_seconds(key.activation, key.K, key.M)
+    estimate = estimate_seconds(key.activation, key.K, key.M, teacher=key.teacher)
     if "mpmath" not in targets:
         estimate *= JETS_SHARE                 # the jets alone: their share of the measured time
     say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")
