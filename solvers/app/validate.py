@@ -161,16 +161,21 @@ def _codegen_seconds(K: int, M: int, student: str = "erf", teacher: str | None =
 
 
 def check_generated_system(spec) -> None:
-    """Before an ODE solve needs a generated module: the time to derive one not checked in.
-    (Not in `check_spec`: simulations and the matrix-form modes solver need no module.)"""
+    """Before an ODE solve needs a generated module: the time and the peak memory of deriving
+    one not checked in (:mod:`solvers.core.codegen_time`).  (Not in `check_spec`: simulations
+    and the matrix-form modes solver need no module.)"""
+    from solvers.core.codegen_time import estimate_peak_bytes
     m = spec.model
     linear = m.student == m.teacher == "linear"
     if not linear and not (m.is_plain and (m.K, m.M) in ((1, 1), (2, 2))):
         est = _codegen_seconds(m.K, m.M, m.student, m.teacher)
-        if est > time_limit():
-            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M}: deriving the ODEs "
-                             f"would take about {_hours(est)} (limit {_hours(time_limit())}, "
-                             f"SCALING_ODES_MAX_HOURS)")
+        mem = estimate_peak_bytes(m.student, m.K, m.M, teacher=m.teacher)
+        if est > time_limit() or mem > memory_limit():
+            pair = m.student if m.student == m.teacher else f"{m.student}/{m.teacher}"
+            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M} ({pair}): deriving the "
+                             f"ODEs would take about {_hours(est)} and {_gib(mem)} (limits "
+                             f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS; "
+                             f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
 
 
 def working_dps(spec) -> int | str:

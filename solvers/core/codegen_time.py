@@ -106,6 +106,27 @@ def estimate_seconds(activation: str, K: int, M: int, teacher: str | None = None
                        * activation_factor(activation, teacher, K, M))
 
 
+# Peak memory of the generation above the interpreter with SymPy loaded (~91 MiB): the SymPy
+# expressions of the derivation and the CSE.  Measured (max RSS of the cold process, erf):
+# n = 15: +15 MiB, 26: +26, 40: +51, 57: +93; the fit MEMORY_MIB · n^MEMORY_EXPONENT matches the
+# three larger within 6%.  The activation factor of the time is applied too (its expressions
+# are what the time is spent on).
+MEMORY_MIB = 0.0966
+MEMORY_EXPONENT = 1.7
+
+
+def estimate_peak_bytes(activation: str, K: int, M: int, teacher: str | None = None) -> float:
+    """Estimated extra peak memory (bytes) of deriving and printing the modules of a system.
+
+    >>> round(estimate_peak_bytes("erf", 6, 6) / 2 ** 20)
+    93
+    """
+    teacher = teacher or activation
+    factor = 1.0 if activation == teacher == "linear" else activation_factor(activation,
+                                                                             teacher, K, M)
+    return MEMORY_MIB * 2 ** 20 * n_state(K, M) ** MEMORY_EXPONENT * factor
+
+
 def describe(seconds: float) -> str:
     """``"12 s"`` (at least ``"1 s"``), ``"3 min"``, ``"1.5 h"``: the rounded duration a progress line shows."""
     if seconds < 90:
