@@ -25,7 +25,8 @@ Every (pair, K, M) runs 7 (all on) and 5 (all but decay: the decay check), linea
 6 (all but noise: the noise check), plus two rotating subsets from ROTATING = (0, 1, 2, 3, 4, 6):
 pair p at (K, M) index q runs ROTATING[(p + 2q) % 6] and ROTATING[(p + 2q + 1) % 6].  Over its
 four (K, M) a pair takes 8 consecutive entries of a cycle of 6, so it meets every subset at
-least once.  The full product (8 subsets) and K, M <= 4 run under ``@pytest.mark.full``.
+least once.  K, M <= 4 with the schedule as a fourth option runs under ``@pytest.mark.full``
+(``make verify``; its design is described above test_variant_matrix_full).
 
 Schedules: every pair at K = M = 1 with all other options on also runs a piecewise-constant
 schedule (η switches to a tenth at α = 1/4, ``kind = "steps"``: up to the switch the solve must
