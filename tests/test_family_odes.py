@@ -8,14 +8,13 @@ equations against the general-readout ones; derive/integrals.py against derive/f
 """
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import mpmath
 import numpy as np
 import pytest
 import sympy as sp
 
+from cache_support import generated_cache_fixtures
 from derive.keys import SystemKey
 from solvers.app.solve import solve_spec
 from solvers.app.spec import SpecError, parse_spec
@@ -25,20 +24,8 @@ pytestmark = [pytest.mark.second_basis, pytest.mark.quadrature, pytest.mark.high
               pytest.mark.closed_form, pytest.mark.contract]
 
 
-@pytest.fixture(scope="session")
-def run_cache(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    path = base / "family-odes-cache"
-    path.mkdir(exist_ok=True)
-    return path
-
-
-@pytest.fixture
-def cache(run_cache, monkeypatch) -> Path:
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_cache))
-    return run_cache
+# the run-wide generated-module cache (tests/cache_support.py)
+run_cache, cache = generated_cache_fixtures("family-odes-cache")
 
 
 # -- naming a system ------------------------------------------------------------------------

@@ -11,14 +11,13 @@ chained by an explicit initial condition; the other basis; the simulator.
 from __future__ import annotations
 
 import dataclasses
-import os
 from fractions import Fraction
-from pathlib import Path
 
 import mpmath
 import numpy as np
 import pytest
 
+from cache_support import generated_cache_fixtures
 from solvers.app.solve import problem_of, solve_spec
 from solvers.app.spec import parse_spec
 from solvers.core.layout import unpack_state
@@ -35,20 +34,8 @@ pytestmark = [pytest.mark.higher_precision, pytest.mark.second_basis, pytest.mar
 DIGITS = 12
 
 
-@pytest.fixture(scope="session")
-def run_cache(tmp_path_factory) -> Path:
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    path = base / "schedule-odes-cache"
-    path.mkdir(exist_ok=True)
-    return path
-
-
-@pytest.fixture
-def cache(run_cache, monkeypatch) -> Path:
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_cache))
-    return run_cache
+# the run-wide generated-module cache (tests/cache_support.py)
+run_cache, cache = generated_cache_fixtures("schedule-odes-cache")
 
 
 LAM = ["2", "0.5"]

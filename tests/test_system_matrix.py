@@ -31,6 +31,7 @@ import mpmath
 import numpy as np
 import pytest
 
+from cache_support import generated_cache_fixtures
 from derive import spectra
 from derive.keys import SystemKey
 from solvers.app.solve import solve_spec
@@ -57,22 +58,8 @@ def _matrix_params():
             yield pytest.param(act, K, M, order, id=f"{act}-K{K}-M{M}-order{order}")
 
 
-@pytest.fixture(scope="session")
-def run_cache(tmp_path_factory) -> Path:
-    """A code-generation cache for this test run: under xdist the workers' temporary
-    directories share a parent, so each module is printed once per run, not once per worker."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    path = base / "system-matrix-cache"
-    path.mkdir(exist_ok=True)
-    return path
-
-
-@pytest.fixture
-def cache(run_cache, monkeypatch) -> Path:
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_cache))
-    return run_cache
+# the run-wide generated-module cache (tests/cache_support.py)
+run_cache, cache = generated_cache_fixtures("system-matrix-cache")
 
 
 def _doc(act, K, M, order, *, L=2, eta="0.2", alpha_max=5.0, **solve):

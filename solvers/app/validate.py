@@ -42,7 +42,7 @@ MAX_MAGNITUDE = 10 ** 100
 MIN_MAGNITUDE = Fraction(1, 10 ** 100)
 MAX_DPS = 20_000                       # flint aborts the process near 1e18; mpmath crawls long before
 MAX_L = 100_000
-MAX_KM = 64                            # K, M: the derivation grows like (K + M)^6, see _codegen_seconds
+MAX_KM = 64                            # K, M: the derivation grows like (KM + K^2/2)^~2, see _codegen_seconds
 MAX_N_POINTS = 10 ** 6
 MAX_N = 2 ** 40                        # input dimension: far beyond any memory, keeps int64 exact
 MAX_SEEDS = 10_000
@@ -152,23 +152,30 @@ def _bytes_per_number(dps) -> float:
     return 64.0 + dps / math.log10(2) / 8      # arb: header + mantissa limbs
 
 
-def _codegen_seconds(K: int, M: int) -> float:
-    """Time to derive and print a generated module not checked in.  Measured on this machine
-    class: erf K=M=3 30 s, K=M=4 123 s; the symbolic work grows like (K + M)^~5."""
-    return 30.0 * ((K + M) / 6) ** 5
+def _codegen_seconds(K: int, M: int, student: str = "erf", teacher: str | None = None) -> float:
+    """Time to derive and print the modules of a system not checked in: the model the registry
+    announces (:func:`solvers.core.codegen_time.estimate_seconds`, erf's measured law times the
+    fitted factor of the student's and the teacher's activations)."""
+    from solvers.core.codegen_time import estimate_seconds
+    return estimate_seconds(student, K, M, teacher=teacher)
 
 
 def check_generated_system(spec) -> None:
-    """Before an ODE solve needs a generated module: the time to derive one not checked in.
-    (Not in `check_spec`: simulations and the matrix-form modes solver need no module.)"""
+    """Before an ODE solve needs a generated module: the time and the peak memory of deriving
+    one not checked in (:mod:`solvers.core.codegen_time`).  (Not in `check_spec`: simulations
+    and the matrix-form modes solver need no module.)"""
+    from solvers.core.codegen_time import estimate_peak_bytes
     m = spec.model
     linear = m.student == m.teacher == "linear"
     if not linear and not (m.is_plain and (m.K, m.M) in ((1, 1), (2, 2))):
-        est = _codegen_seconds(m.K, m.M)
-        if est > time_limit():
-            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M}: deriving the ODEs "
-                             f"would take about {_hours(est)} (limit {_hours(time_limit())}, "
-                             f"SCALING_ODES_MAX_HOURS)")
+        est = _codegen_seconds(m.K, m.M, m.student, m.teacher)
+        mem = estimate_peak_bytes(m.student, m.K, m.M, teacher=m.teacher)
+        if est > time_limit() or mem > memory_limit():
+            pair = m.student if m.student == m.teacher else f"{m.student}/{m.teacher}"
+            raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M} ({pair}): deriving the "
+                             f"ODEs would take about {_hours(est)} and {_gib(mem)} (limits "
+                             f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS; "
+                             f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
 
 
 def working_dps(spec) -> int | str:

@@ -9,22 +9,32 @@ n = KM + K(K+1)/2 the number of per-level state variables.  Measured CPU seconds
 phases in one process (erf, this machine class; BENCHMARKS.md, "Generation speed"): the model
 below is a least-squares fit of ``log t`` on ``log n`` over them.  Starting Python and importing
 SymPy add ~0.6 s, compiling the printed modules on first import another ~3 % (both outside the
-estimate).  ``solvers.app.validate`` sizes a request with its own, older rule before any work.
+estimate).
+
+The activations change the cost by a factor that depends on the student's and the teacher's
+kind separately and on the size: ReLU (orthant probabilities and their gradients) and
+polynomials of degree >= 3 (long Gaussian-moment expansions) cost more than erf and grow
+faster; a linear student makes every integral with its derivative trivial.  ``activation_factor``
+is a fit on 13 pairs at K = M = 2, 3, 4 and ReLU at 5 (BENCHMARKS.md, "Generation time per activation pair"); the
+sizing of a request (``solvers.app.validate``) and the announcement of the registry both use
+``estimate_seconds``.
 
 >>> round(estimate_seconds("erf", 4, 4), 1)
 5.4
+>>> round(estimate_seconds("relu", 4, 4) / estimate_seconds("erf", 4, 4), 1)
+3.2
 """
 from __future__ import annotations
+
+import math
+import re
 
 # seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf K = M = 2..6,
 # (1, 2), (2, 1), (3, 2), (2, 4), (4, 2), (6, 2), (2, 6): every measured time within a factor
 # 0.85 .. 1.18 of the model (erf K = M = 3: 2.0 s, 4: 5.3 s, 6: 21.6 s).  Linear: every
 # coefficient is a polynomial, ~50x cheaper (linear K = M = 6: 0.4 s).
 EXPONENT = 1.89
-# ReLU and polynomial students (the student's activation sets the cost): erf's coefficient times
-# their measured ratio to erf at K = M = 3 (CPU s from a cold process: erf 2.1, ReLU 5.3 (the
-# orthant terms and their gradients), x**3 - 3x 5.0; a ReLU/erf pair 2.2)
-COEFFICIENT = {"erf": 0.0113, "linear": 0.0002, "relu": 0.0113 * 2.5, "poly": 0.0113 * 2.4}
+COEFFICIENT = {"erf": 0.0113, "linear": 0.0002}
 OVERHEAD = 0.05
 
 # the share of the Taylor jets in that time (erf K = M = 3 .. 6: 0.15 .. 0.19)
@@ -36,12 +46,89 @@ def n_state(K: int, M: int) -> int:
     return K * M + K * (K + 1) // 2
 
 
-def estimate_seconds(activation: str, K: int, M: int) -> float:
-    """Estimated seconds to derive and print the modules of (activation, K, M) (the solver
-    module and its Taylor jets) on one free core."""
-    kind = activation if activation in ("erf", "linear", "relu") else "poly"
-    coefficient = COEFFICIENT[kind]
-    return OVERHEAD + coefficient * n_state(K, M) ** EXPONENT
+# The activation factor t(student, teacher) / t(erf, erf) at the same K, M, in CPU seconds of
+# ``registry.generate`` in a cold process, measured in one run for 13 pairs at K = M = 2, 3, 4
+# and ReLU at K = M = 5 (bench/bench_codegen_pairs.py): log factor = A[student kind] +
+# B[teacher kind] + (C[student kind] + D[teacher kind]) log(n / 15), least squares over the 40
+# measurements that are not erf/erf (16 numbers; erf is 0).  Every measurement is within a
+# factor 0.74 .. 1.31 of the fit.  Kinds: "poly" is a polynomial of degree >= 3 (x**3 - 3*x
+# measured), "poly2" of degree <= 2 (x**2).  Above the measured n the slopes are extrapolated
+# (a ReLU pair grows faster than erf: at K = M = 5 the factor held at its K = M = 4 value was 2.1x
+# low, the fit without that point 1.3x); below n = 7 the factor is held (overheads).
+#        kind       A (student)  B (teacher)  C (student)  D (teacher)
+FACTOR_FIT = {"erf": (0.0, 0.0, 0.0, 0.0),
+              "relu": (0.179, 0.606, 0.524, 0.190),
+              "linear": (-2.703, -0.350, -1.054, 0.036),
+              "poly2": (-1.647, 0.288, -0.492, 0.503),
+              "poly": (0.644, 0.212, 0.629, 0.094)}
+FACTOR_N_MIN = 7             # the smallest measured n
+
+
+def activation_kind(activation: str) -> str:
+    """``"erf"``, ``"relu"``, ``"linear"``, ``"poly2"`` (a polynomial of degree <= 2) or
+    ``"poly"`` (degree >= 3), read from the activation's name or polynomial string.
+
+    >>> activation_kind("x**3 - 3*x"), activation_kind("x^2 + 1"), activation_kind("relu")
+    ('poly', 'poly2', 'relu')
+    """
+    if activation in ("erf", "relu", "linear"):
+        return activation
+    powers = [int(p) for p in re.findall(r"x\s*(?:\*\*|\^)\s*(\d+)", activation)]
+    return "poly" if max(powers, default=1) >= 3 else "poly2"
+
+
+def activation_factor(student: str, teacher: str | None, K: int, M: int) -> float:
+    """Generation time of the pair over that of erf/erf at the same K, M (the fit above)."""
+    ks, kt = activation_kind(student), activation_kind(teacher or student)
+    n = max(n_state(K, M), FACTOR_N_MIN)
+    a, _, c, _ = FACTOR_FIT[ks]
+    _, b, _, d = FACTOR_FIT[kt]
+    return math.exp(a + b + (c + d) * math.log(n / 15))
+
+
+def estimate_seconds(activation: str, K: int, M: int, teacher: str | None = None) -> float:
+    """Estimated seconds to derive and print the modules of a system (the solver module and its
+    Taylor jets) on one free core.
+
+    Parameters
+    ----------
+    activation : str
+        The student's activation (the system key's ``activation``).
+    K, M : int
+        Student and teacher widths.
+    teacher : str, optional
+        The teacher's activation; None means the student's.
+    """
+    teacher = teacher or activation
+    if activation == teacher == "linear":
+        # every coefficient a polynomial in the overlaps: its own measured law
+        return OVERHEAD + COEFFICIENT["linear"] * n_state(K, M) ** EXPONENT
+    return OVERHEAD + (COEFFICIENT["erf"] * n_state(K, M) ** EXPONENT
+                       * activation_factor(activation, teacher, K, M))
+
+
+# Peak memory of the generation above the interpreter with SymPy loaded (~91 MiB): the SymPy
+# expressions of the derivation and the CSE.  Measured (max RSS of the cold process, erf):
+# n = 15: +15 MiB, 26: +26, 40: +51, 57: +93; the fit MEMORY_MIB · n^MEMORY_EXPONENT matches the
+# three larger within 6%.  The activation factor of the time is applied too (its expressions
+# are what the time is spent on; ReLU K = M = 5: +163 MiB measured, 226 estimated).  Below
+# ~20 MiB the high-water mark of the imports hides the generation (a second process measured
+# +7 MiB for erf/ReLU K = M = 3 where the table says +16): the estimate is for sizing large
+# requests, where it refuses K = M = 40 erf (53 GiB) long before its 7.8 h.
+MEMORY_MIB = 0.0966
+MEMORY_EXPONENT = 1.7
+
+
+def estimate_peak_bytes(activation: str, K: int, M: int, teacher: str | None = None) -> float:
+    """Estimated extra peak memory (bytes) of deriving and printing the modules of a system.
+
+    >>> round(estimate_peak_bytes("erf", 6, 6) / 2 ** 20)
+    93
+    """
+    teacher = teacher or activation
+    factor = 1.0 if activation == teacher == "linear" else activation_factor(activation,
+                                                                             teacher, K, M)
+    return MEMORY_MIB * 2 ** 20 * n_state(K, M) ** MEMORY_EXPONENT * factor
 
 
 def describe(seconds: float) -> str:

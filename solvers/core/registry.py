@@ -197,7 +197,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
     estimated time and ending with the measured time per phase; returns the phases' seconds."""
     targets = [t for t in targets if t in _targets(key)]
     what = f"{key.description} solver"
-    estimate = estimate_seconds(key.activation, key.K, key.M)
+    estimate = estimate_seconds(key.activation, key.K, key.M, teacher=key.teacher)
     if "mpmath" not in targets:
         estimate *= JETS_SHARE                 # the jets alone: their share of the measured time
     say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")

@@ -254,7 +254,7 @@ def inputs_from_problem(problem) -> ModesInputs:
 
 
 def _eigenvalues(L, beta, eigenvalues):
-    from solvers.sim.simulate import power_law_eigenvalues
+    from solvers.core.eigenvalues import power_law_eigenvalues
     if eigenvalues is not None:
         if L is not None or beta is not None:
             raise ValueError("give either L and beta (power law) or eigenvalues, not both")
@@ -272,9 +272,9 @@ def random_inputs(K, M, N, *, eta, sigma_J, seed, L=None, beta=None, eigenvalues
     """The finite-N realisation that ``simulate`` / ``random_init`` use for this seed (no SymPy).
 
     Power-law eigenvalues in float64 (mean 1), the initial mode overlaps of
-    ``solvers.sim.simulate.initial_mode_overlaps``, factored (rank N/L when N/L < K + M).
+    ``solvers.core.initial.initial_mode_overlaps``, factored (rank N/L when N/L < K + M).
     """
-    from solvers.sim.simulate import initial_mode_overlaps
+    from solvers.core.initial import initial_mode_overlaps
     lam = _eigenvalues(L, beta, eigenvalues)
     m = initial_mode_overlaps(K=K, M=M, N=N, sigma_J=sigma_J, seed=seed, eigenvalues=lam)
     inp = inputs_from_overlaps(lam, m["R"], m["Q"], m["T"], eta=eta, order=order,

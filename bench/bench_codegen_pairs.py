@@ -1,0 +1,80 @@
+"""Generation time per activation pair, from a cold process: the measurements behind the
+activation factors of :mod:`solvers.core.codegen_time`.
+
+Each (student, teacher, K, M) is printed by ``solvers.core.registry.generate`` (derivation,
+number module, Taylor jets: what a default ``solve`` of a system not checked in waits for) in a
+fresh Python process with its own empty ``SCALING_ODES_CACHE``, one after the other.  The CPU
+time of ``generate`` is the measure (the machine may be shared: wall time says little); the
+estimate of :func:`solvers.core.codegen_time.estimate_seconds` and the one the spec check
+(``solvers.app.validate``) uses are printed beside it, with their ratio to the measurement.
+
+    python bench/bench_codegen_pairs.py                          # the default table
+    python bench/bench_codegen_pairs.py relu:erf:3:3 x**2:x**2:4:4
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+student, teacher, K, M, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+from derive.keys import SystemKey
+from solvers.core import registry
+key = SystemKey(student, K, M, teacher=teacher)
+t0 = time.process_time()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+phases = registry.generate(key, Path(folder), say=lambda _: None)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"cpu": time.process_time() - t0, "phases": phases,
+                  "mib": [before / 1024, peak / 1024]}))
+"""
+
+DEFAULT = [(s, t, k, k) for k in (2, 3, 4)
+           for s, t in (("erf", "erf"), ("linear", "linear"), ("relu", "relu"),
+                        ("x**2", "x**2"), ("x**3 - 3*x", "x**3 - 3*x"),
+                        ("relu", "erf"), ("erf", "relu"), ("linear", "relu"))]
+
+
+def run(student: str, teacher: str, K: int, M: int) -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, SCALING_ODES_CACHE=cache)
+        out = subprocess.run([sys.executable, "-c", CHILD, student, teacher, str(K), str(M),
+                              cache], capture_output=True, text=True, check=True, cwd=ROOT,
+                             env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("systems", nargs="*", help="student:teacher:K:M (default: the table)")
+    args = parser.parse_args(argv)
+    systems = ([(s, t, int(k), int(m)) for s, t, k, m in (a.split(":") for a in args.systems)]
+               or DEFAULT)
+    sys.path.insert(0, str(ROOT))
+    from solvers.app.validate import _codegen_seconds
+    from solvers.core.codegen_time import estimate_seconds
+    print("| student | teacher | K | M | CPU (s) | derivation / printing / jets (wall s) | "
+          "estimate (s) | measured / estimate | peak RSS before / after (MiB) | load |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for s, t, K, M in systems:
+        res = run(s, t, K, M)
+        est = estimate_seconds(s, K, M, teacher=t)
+        assert abs(_codegen_seconds(K, M, s, t) - est) < 1e-9
+        ph = res["phases"]
+        print(f"| {s} | {t} | {K} | {M} | {res['cpu']:.2f} | {ph['derivation']:.1f} / "
+              f"{ph['printing']:.1f} / {ph['Taylor jets']:.1f} | {est:.2f} | "
+              f"{res['cpu'] / est:.2f} | {res['mib'][0]:.0f} / {res['mib'][1]:.0f} | "
+              f"{os.getloadavg()[0]:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
