@@ -81,6 +81,21 @@ def test_flat_readouts_small_d():
     assert not failures, "\n".join(failures)
 
 
+def test_fit_inverse_d_matches_polyfit():
+    # the 1/d extrapolation against numpy's weighted polyfit with unscaled covariance (an
+    # independent implementation of the same least-squares problem)
+    from solvers.theory.bayes.finite_size import fit_inverse_d
+    d = np.array([20.0, 40.0, 80.0])
+    y = np.array([0.387, 0.304, 0.27])
+    se = np.array([0.028, 0.007, 0.01])
+    r = fit_inverse_d(d, y, se)
+    (b, a), cov = np.polyfit(1 / d, y, 1, w=1 / se, cov="unscaled")
+    assert r["a"] == pytest.approx(a, rel=1e-10) and r["b"] == pytest.approx(b, rel=1e-10)
+    assert r["se_a"] == pytest.approx(math.sqrt(cov[1, 1]), rel=1e-10)
+    assert r["se_b"] == pytest.approx(math.sqrt(cov[0, 0]), rel=1e-10)
+    assert r["chi2"] == pytest.approx(np.sum(((y - a - b / d) / se) ** 2), rel=1e-10)
+
+
 @pytest.mark.full
 def test_flat_readouts_hmc_approaches_fixed_point():
     rows, failures, gap = [], [], {}
