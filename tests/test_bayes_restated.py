@@ -124,7 +124,7 @@ def test_flat_readouts_d80_finite_size_trend():
     # of the test above.  Then the finite-size trend of Gibbs/2: informed and random starts are
     # independent data sets sampling the same posterior here (checked: "starts agree"), so they
     # are pooled (inverse-variance) per d and fitted by a + b/d.  The fit uses the two largest d:
-    # measured, the three-point fit has χ² = 8.2 for 1 dof (the excess falls ×0.72 from d = 20 to
+    # measured, the three-point fit has χ² = 8.2 for 1 dof (the excess falls ×0.73 from d = 20 to
     # 40 and ×0.45 from 40 to 80), so d = 20 is not yet in the 1/d regime; the d → ∞ value a must
     # reach ε_BO within 3 SE (measured: 0.242 ± 0.009, −1.0 SE; the three-point fit 0.262 ±
     # 0.006 is printed)
