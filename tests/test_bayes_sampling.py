@@ -237,3 +237,12 @@ def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
         failures += [f"{rows[-1]}: {k}" for k, ok in checks.items() if not ok]
     print("\n".join(rows))
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", ["solvers.theory.bayes.sampling",
+                                  "solvers.theory.bayes.finite_size"])
+def test_docstring_examples_run(name):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(name))
+    assert result.attempted > 0 and result.failed == 0, (name, result)
