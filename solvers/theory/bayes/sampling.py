@@ -3,7 +3,11 @@
 Model (exactly the one the fixed point describes, cubic case): x ~ N(0, I_d),
 y = Σ_{i≤k} v_i σ(w_i·x/√d) + √Δ ξ with σ = He₃/√6 (μ₃ = √6, g_σ(x) = x³), readouts v known
 (v_i² ∝ i^(−2β), Σ v_i² = 1, v_i > 0), prior w_i ~ N(0, I_d), n samples.  The posterior over
-W ∈ R^{k×d} is sampled with Hamiltonian Monte Carlo, all chains vectorised in numpy.
+W ∈ R^{k×d} is sampled with Hamiltonian Monte Carlo, all chains vectorised: the potential's two
+matrix products are single BLAS calls over all chains and the element-wise pass between them is
+a fused numba loop (:mod:`.hmc_kernel`); :func:`potential_reference` is the plain einsum
+formulation, selectable with ``hmc(..., impl="reference")`` (same draws, same chain up to
+rounding; speed-up in BENCHMARKS.md, "HMC sampler speed-up").
 
 Definitions matched to the theory: its q_i enters as the argument of g_σ and through the Gaussian
 prior term ½[q + ln(1−q)], so q_i is the overlap of the weight vectors themselves,
@@ -82,14 +86,51 @@ def make_data(d: int, k: int, n: int, Delta: float, beta: float, rng) -> Data:
     return Data(X, y, Wt, v, float(Delta))
 
 
-def potential(W, data: Data):
-    """U(W) = −log posterior (up to a constant) and its gradient, vectorised over chains (c, k, d)."""
+def potential_reference(W, data: Data):
+    """U(W) = −log posterior (up to a constant) and its gradient, vectorised over chains (c, k, d):
+    the plain numpy formulation (einsum), kept as the reference for :func:`potential`."""
     d = data.X.shape[1]
     H = np.einsum("nd,ckd->cnk", data.X, W) / math.sqrt(d)
     r = sigma(H) @ data.v - data.y                              # (c, n)
     U = 0.5 * np.sum(W * W, axis=(1, 2)) + 0.5 * np.sum(r * r, axis=1) / data.Delta
     G = (r[:, :, None] * dsigma(H)) * data.v                    # (c, n, k)
     grad = W + np.einsum("cnk,nd->ckd", G, data.X) / (math.sqrt(d) * data.Delta)
+    return U, grad
+
+
+def potential(W, data: Data, _work: dict | None = None):
+    """U(W) = −log posterior (up to a constant) and its gradient, vectorised over chains (c, k, d).
+
+    Same function as :func:`potential_reference` (equal to rounding, tests/test_bayes_sampling.py);
+    both products are one BLAS GEMM over all chains, the element-wise pass between them is the
+    fused numba loop of :mod:`.hmc_kernel` (BENCHMARKS.md, "HMC sampler speed-up").
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> data = make_data(6, 3, 25, 0.1, 1.0, rng)
+    >>> W = rng.standard_normal((2, 3, 6))
+    >>> U, g = potential(W, data)
+    >>> bool(np.allclose(U, potential_reference(W, data)[0], rtol=1e-12))
+    True
+    """
+    from .hmc_kernel import residual_gradient
+
+    W = np.ascontiguousarray(W, dtype=float)
+    c, k, d = W.shape
+    X = data.X
+    n = X.shape[0]
+    work = _work if _work is not None else {}
+    G = work.get("G")
+    if G is None or G.shape != (n, c * k):
+        G = work["G"] = np.empty((n, c * k))
+        work["H"] = np.empty((n, c * k))
+    H = np.matmul(X, W.reshape(c * k, d).T, out=work["H"])
+    R2 = np.empty(c)
+    residual_gradient(H, data.y, data.v, c, 1.0 / math.sqrt(d),
+                      1.0 / (math.sqrt(d) * data.Delta), G, R2)
+    U = 0.5 * np.sum(W * W, axis=(1, 2)) + 0.5 * R2 / data.Delta
+    grad = W + (G.T @ X).reshape(c, k, d)
     return U, grad
 
 
@@ -110,22 +151,35 @@ class Run:
 
 
 def hmc(data: Data, W0, warmup: int = 500, samples: int = 500, leapfrog: int = 20,
-        target: float = 0.8, thin: int = 1, rng=None, progress=None, observe=None) -> Run:
-    """HMC with per-chain step sizes tuned during warm-up (dual averaging on log step)."""
+        target: float = 0.8, thin: int = 1, rng=None, progress=None, observe=None,
+        impl: str = "fast") -> Run:
+    """HMC with per-chain step sizes tuned during warm-up (dual averaging on log step).
+
+    ``impl`` = "fast" (:func:`potential`, default) or "reference" (:func:`potential_reference`):
+    the same chain and the same random draws; the two differ only by rounding in U and ∇U."""
+    if impl not in ("fast", "reference"):
+        raise ValueError(f"impl: {impl!r} is not one of 'fast', 'reference'")
     from scipy.optimize import linear_sum_assignment
 
     rng = np.random.default_rng() if rng is None else rng
     with np.errstate(over="ignore", invalid="ignore"):
         # early warm-up steps may overshoot to inf; those proposals are rejected (logr = −inf)
         return _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress,
-                    linear_sum_assignment, observe)
+                    linear_sum_assignment, observe, impl)
 
 
 def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linear_sum_assignment,
-         observe):
+         observe, impl):
     W = np.array(W0, float)
     c, k, d = W.shape
-    U, grad = potential(W, data)
+    if impl == "fast":
+        work = {}           # the (n, c·k) buffers, reused by every gradient of this run
+        def grad_u(w):
+            return potential(w, data, work)
+    else:
+        def grad_u(w):
+            return potential_reference(w, data)
+    U, grad = grad_u(W)
     logeps = np.full(c, math.log(0.01))
     logbar = logeps.copy()
     hbar = np.zeros(c)
@@ -143,7 +197,7 @@ def _hmc(data, W0, warmup, samples, leapfrog, target, thin, rng, progress, linea
         p = p - 0.5 * e * gn
         for j in range(L):
             Wn = Wn + e * p
-            Un, gn = potential(Wn, data)
+            Un, gn = grad_u(Wn)
             if j < L - 1:
                 p = p - e * gn
         p = p - 0.5 * e * gn
@@ -196,7 +250,7 @@ def starts(data: Data, chains: int, informed: bool, rng) -> np.ndarray:
 def measure(d: int, k: int, n_over_d: float, Delta: float = 0.1, beta: float = 1.0,
             instances: int = 4, chains: int = 2, warmup: int = 400, samples: int = 400,
             leapfrog: int = 20, seed: int = 0, progress=None,
-            which=("informed", "uninformed")) -> dict:
+            which=("informed", "uninformed"), impl: str = "fast") -> dict:
     """Both starts on `instances` independent data sets (teacher, X, noise), `chains` each.
 
     Returns per start: the mean over the second half of the samples of q_i (i = 1..k) and of the
@@ -212,7 +266,7 @@ def measure(d: int, k: int, n_over_d: float, Delta: float = 0.1, beta: float = 1
         for _ in range(instances):
             data = make_data(d, k, n, Delta, beta, rng)
             run = hmc(data, starts(data, chains, informed, rng), warmup=warmup,
-                      samples=samples, leapfrog=leapfrog, rng=rng, progress=progress)
+                      samples=samples, leapfrog=leapfrog, rng=rng, progress=progress, impl=impl)
             h = samples // 2
             q.append(run.overlaps[h:].mean(axis=0))
             qm.append(run.overlaps_matched[h:].mean(axis=0))
