@@ -38,6 +38,8 @@ from derive.family.integrals import I2
 from derive.keys import SystemKey, paper_readout
 from solvers.core.numbers import MpmathContext
 from solvers.core.registry import load
+# the matrix's realisable initial overlaps (two modes) and their level-1 sums, shared
+from test_variant_matrix import LAM, _init, _level1  # noqa: E402
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis]
 
@@ -157,7 +159,7 @@ def test_readout_rate_against_quadrature(cache):
 
 # -- the variant matrix, trained ------------------------------------------------------------
 
-ETA, ETA_V, ETA_CUBIC, LAM = "0.1", "0.2", "0.02", ("1", "0.5")
+ETA, ETA_V, ETA_CUBIC = "0.1", "0.2", "0.02"
 NOISE_V, KAPPA, B = "0.1", "0.05", 2
 A_SMALL = 0.001
 ALPHAS = [0, A_SMALL / 2, A_SMALL, 0.25]
@@ -174,17 +176,6 @@ V0 = {1: ["0.75"], 2: ["0.75", "-0.5"]}           # not the paper's: v must be r
 def _eta(student):
     # the cubic student diverges near α = 0.2 at η = 0.1 (see tests/test_variant_matrix.py)
     return ETA_CUBIC if student == "x**3 - 3*x" else ETA
-
-
-def _init(K, M):
-    R = [[["0.2" if i == n else "0" for n in range(M)] for i in range(K)],
-         [["0.1" if i == n else ("-0.05" if i + n == 1 else "0") for n in range(M)]
-          for i in range(K)]]
-    Q = [[["0.3" if i == j else "0.05" for j in range(K)] for i in range(K)],
-         [["0.25" if i == j else "-0.02" for j in range(K)] for i in range(K)]]
-    T = [[["1" if n == m else "0" for m in range(M)] for n in range(M)],
-         [["1" if n == m else "0.1" for m in range(M)] for n in range(M)]]
-    return R, Q, T
 
 
 def _doc(student, teacher, K, M, subset, *, trained=True, eta_v=ETA_V, basis=None,
@@ -206,17 +197,6 @@ def _doc(student, teacher, K, M, subset, *, trained=True, eta_v=ETA_V, basis=Non
     if basis is not None:
         doc["solve"]["basis"] = basis
     return doc
-
-
-def _level1(K, M):
-    lam = [sp.Rational(x) for x in LAM]
-    R, Q, T = _init(K, M)
-
-    def lvl(X):
-        n, m = len(X[0]), len(X[0][0])
-        return sp.Matrix(n, m, lambda a, b: sum(lam[k] * sp.Rational(X[k][a][b])
-                                                for k in range(len(lam))))
-    return lvl(R), lvl(Q), lvl(T)
 
 
 def _closed(student, teacher, K, M):

@@ -289,21 +289,14 @@ def _f64():
 # -- asymptotic -------------------------------------------------------------------------------
 
 def asymptotic_result(spec) -> dict:
-    from solvers.theory.asymptotic import FullLinearisation, matched_permutation, mode_states
+    from solvers.theory.asymptotic import FullLinearisation, matched_permutation
     from solvers.app.solve import problem_of
     sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
     if not closed_form_route(spec):
         return asymptotic_numeric_result(spec, sec)
     problem = problem_of(spec)
     M = spec.model.M
-    grid = _grid(spec)
-    alpha0 = sec["alpha0"] if sec["alpha0"] is not None else float(spec.solve.alpha_grid()[0])
-    if alpha0 >= grid[-1]:
-        raise ValueError(f"{spec.path}: [asymptotic] alpha0 = {alpha0:g} must be below the "
-                         f"last grid point {grid[-1]:g}")
-    after = [a for a in grid if a > alpha0]
-    states, eps = mode_states(problem, [0.0] + ([alpha0] if alpha0 > 0 else []) + after)
-    i0 = 1 if alpha0 > 0 else 0
+    alpha0, after, states, eps, i0 = _trajectory_from(spec, sec, problem)
     from solvers.theory.plateau_length import level_one_R
     R1, _ = level_one_R([states[i0]], problem.numeric(_f64()).lam, M)
     lin = FullLinearisation(problem, matched_permutation(R1[0], M))
@@ -319,16 +312,10 @@ def asymptotic_result(spec) -> dict:
     }
 
 
-def asymptotic_numeric_result(spec, sec) -> dict:
-    """The general route (solvers.theory.variants.asymptotic_numeric) at the spec's teacher."""
-    from solvers.app.solve import problem_of
-    from solvers.theory.asymptotic import matched_permutation, mode_states
-    from solvers.theory.fixed_points import NotVerified
-    from solvers.theory.variants import NumericLinearisation, Refused, asymptotic_numeric
-    from solvers.core.problem import unpack_state
-    _check_numeric(spec, "asymptotic")
-    problem = problem_of(spec)
-    K, M = spec.model.K, spec.model.M
+def _trajectory_from(spec, sec, problem):
+    """(alpha0, the grid points after it, the modes states at 0, alpha0 and after, their ε_g,
+    the index of alpha0 among them) of ``[asymptotic] alpha0`` (default: the first point)."""
+    from solvers.theory.asymptotic import mode_states
     grid = _grid(spec)
     alpha0 = sec["alpha0"] if sec["alpha0"] is not None else float(spec.solve.alpha_grid()[0])
     if alpha0 >= grid[-1]:
@@ -336,7 +323,20 @@ def asymptotic_numeric_result(spec, sec) -> dict:
                          f"last grid point {grid[-1]:g}")
     after = [a for a in grid if a > alpha0]
     states, eps = mode_states(problem, [0.0] + ([alpha0] if alpha0 > 0 else []) + after)
-    i0 = 1 if alpha0 > 0 else 0
+    return alpha0, after, states, eps, 1 if alpha0 > 0 else 0
+
+
+def asymptotic_numeric_result(spec, sec) -> dict:
+    """The general route (solvers.theory.variants.asymptotic_numeric) at the spec's teacher."""
+    from solvers.app.solve import problem_of
+    from solvers.theory.asymptotic import matched_permutation
+    from solvers.theory.fixed_points import NotVerified
+    from solvers.theory.variants import NumericLinearisation, Refused, asymptotic_numeric
+    from solvers.core.problem import unpack_state
+    _check_numeric(spec, "asymptotic")
+    problem = problem_of(spec)
+    K, M = spec.model.K, spec.model.M
+    alpha0, after, states, eps, i0 = _trajectory_from(spec, sec, problem)
     y0 = np.asarray(states[i0], dtype=float)
     R1 = np.tensordot(np.asarray(problem.numeric(_f64()).lam, dtype=float),
                       unpack_state(y0, K, M)[0], axes=1)
