@@ -37,7 +37,8 @@ def timed(fn, n):
 
 
 def main():
-    from flint import arb, ctx
+    from flint import arb
+    from solvers.core.numbers import FlintContext
     from scipy.stats import multivariate_normal
     from derive.family.orthant import orthant4_mp
 
@@ -66,13 +67,10 @@ def main():
                     return mpmath.mpf(1) / 16 + mpmath.quad(f, [0, 1])
                 t_p, v_p = timed(plain, 2)
                 t_m, v_m = timed(lambda: O.orthant4_mpmath(*rr), 2)
-            ctx.dps = dps
-            try:
+            with FlintContext(dps):            # flint's precision scoped, restored on exit
                 t_a, v_a = timed(lambda: O.orthant4_arb(*[arb(x) for x in r]), 2)
                 with mpmath.workdps(dps + 10):
                     err_a = abs(mpmath.mpf(v_a.mid().str(dps + 5, radius=False)) - ref)
-            finally:
-                ctx.dps = 15
             with mpmath.workdps(dps + 10):
                 print(f"  {dps:3d} dps  mpmath tanh-sinh {t_p * 1e3:8.1f} ms  "
                       f"err {mpmath.nstr(abs(v_p - ref), 2)}")
