@@ -79,8 +79,10 @@ def compared(name, N):
     return _cache[name, N]
 
 
-def _law(name):
-    rms = np.array([compared(name, N).rms_deviation for N in NS])
+def _law(name, compare=None):
+    """rms < 3/√N at every N of NS and a fitted exponent <= -0.25 (the module docstring);
+    ``compare(name, N)``: the comparison (default this module's variants)."""
+    rms = np.array([(compare or compared)(name, N).rms_deviation for N in NS])
     for N, r in zip(NS, rms):
         assert r < 3 / np.sqrt(N), (name, N, r * np.sqrt(N))
     slope = np.polyfit(np.log(NS), np.log(rms), 1)[0]

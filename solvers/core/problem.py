@@ -99,8 +99,11 @@ class Problem:
             return
         if self.eta_readout is None:
             raise ValueError("a trained readout needs eta_readout > 0 (its learning rate)")
-        eta_v = _exact(self.eta_readout, "eta_readout").limit_denominator(10**30) \
-            if isinstance(self.eta_readout, float) else Fraction(self.eta_readout)
+        x = self.eta_readout
+        try:   # a float through its shortest decimal repr, as eta
+            eta_v = Fraction(repr(float(x))) if isinstance(x, float) else Fraction(x)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"eta_readout must be a finite number, got {x!r}") from None
         if not eta_v > 0:
             raise ValueError(f"eta_readout = {eta_v} must be > 0")
         object.__setattr__(self, "eta_readout", eta_v)
