@@ -205,8 +205,8 @@ def power_law_eigenvalues(L, beta) -> np.ndarray:
     beta = _finite_real("beta", beta)
     if beta <= -1:
         raise ValueError(f"beta must be > -1 (eigenvalues must decrease), got {beta}")
-    lam = np.arange(1, L + 1, dtype=np.float64) ** (-(1.0 + beta))
-    return lam / lam.mean()
+    from solvers.core.eigenvalues import power_law_eigenvalues as spectrum
+    return spectrum(L, beta)          # the one float64 spectrum (the numeric layer's too)
 
 
 def eps_g_from_order_parameters(activation, K, M, R1, Q1, T1, *, student_activation=None,
