@@ -4,7 +4,8 @@ activation factors of :mod:`solvers.core.codegen_time`.
 Each (student, teacher, K, M) is printed by ``solvers.core.registry.generate`` (derivation,
 number module, Taylor jets: what a default ``solve`` of a system not checked in waits for) in a
 fresh Python process with its own empty ``SCALING_ODES_CACHE``, one after the other.  The CPU
-time of ``generate`` is the measure (the machine may be shared: wall time says little); the
+time of ``generate`` with the jets' second process (the machine may be shared: wall time
+says little about the next estimate) is the measure, the wall time beside it; the
 estimate of :func:`solvers.core.codegen_time.estimate_seconds` and the one the spec check
 (``solvers.app.validate``) uses are printed beside it, with their ratio to the measurement.
 
@@ -30,11 +31,14 @@ student, teacher, K, M, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), int
 from derive.keys import SystemKey
 from solvers.core import registry
 key = SystemKey(student, K, M, teacher=teacher)
-t0 = time.process_time()
+def cpu():
+    child = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + child.ru_utime + child.ru_stime
+t0, w0 = cpu(), time.perf_counter()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 phases = registry.generate(key, Path(folder), say=lambda _: None)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({"cpu": time.process_time() - t0, "phases": phases,
+print(json.dumps({"cpu": cpu() - t0, "wall": time.perf_counter() - w0, "phases": phases,
                   "mib": [before / 1024, peak / 1024]}))
 """
 
@@ -63,8 +67,8 @@ def main(argv=None):
     from solvers.app.validate import _codegen_seconds
     from solvers.core.codegen_time import estimate_seconds
     print("| student | teacher | K | M | CPU (s) | derivation / printing / jets (wall s) | "
-          "estimate (s) | measured / estimate | peak RSS before / after (MiB) | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "estimate (s) | measured / estimate | peak RSS before / after (MiB) | load | wall (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for s, t, K, M in systems:
         res = run(s, t, K, M)
         est = estimate_seconds(s, K, M, teacher=t)
@@ -73,7 +77,7 @@ def main(argv=None):
         print(f"| {s} | {t} | {K} | {M} | {res['cpu']:.2f} | {ph['derivation']:.1f} / "
               f"{ph['printing']:.1f} / {ph['Taylor jets']:.1f} | {est:.2f} | "
               f"{res['cpu'] / est:.2f} | {res['mib'][0]:.0f} / {res['mib'][1]:.0f} | "
-              f"{os.getloadavg()[0]:.1f} |", flush=True)
+              f"{os.getloadavg()[0]:.1f} | {res['wall']:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -55,8 +55,14 @@ def _diff(expr, var, free, memo):
         return sp.Add(*terms)
     if expr.is_Pow and expr.exp.is_Rational:   # Pow._eval_derivative with a constant exponent
         return expr * (diff(expr.base, var, free, memo) * expr.exp / expr.base)
+    if expr.is_Symbol:                         # diff() has ruled out every other symbol
+        return sp.S.One
     if isinstance(expr, sp.asin):              # Function._eval_derivative
-        return sp.Add(expr.fdiff(1) * diff(expr.args[0], var, free, memo))
+        return sp.Add(_asin_prime(expr) * diff(expr.args[0], var, free, memo))
+    if getattr(expr, "symbolic_eval_is_identity", False):
+        # the orthant probability: Function._eval_derivative, over the arguments with var
+        return sp.Add(*[expr.fdiff(i + 1) * diff(a, var, free, memo)
+                        for i, a in enumerate(expr.args) if var in free_symbols(a, free)])
     return sp.diff(expr, var)
 
 
@@ -66,3 +72,14 @@ def free_symbols(expr, memo: dict):
     if out is None:
         out = memo[expr] = expr.free_symbols
     return out
+
+
+def _asin_prime(expr):
+    """``asin(z).fdiff(1)`` = (1 - z²)^(-1/2).  For a symbol z the power is built without
+    evaluation: ``Add._eval_power`` leaves a sum of a symbol term and the number 1 unchanged,
+    after asking each term whether it is infinite (which deduces every assumption of it)."""
+    z = expr.args[0]
+    if z.is_Symbol:
+        return sp.Pow(1 - z**2, sp.Rational(-1, 2), evaluate=False)
+    return expr.fdiff(1)
+

@@ -20,7 +20,7 @@ import re
 
 import sympy as sp
 
-from .derivatives import diff
+from .derivatives import diff, free_symbols
 
 
 def program_derivatives(replacements, outputs, variables, printer, prefix="d", split="z"):
@@ -65,6 +65,15 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
     ([(0, 0), (0, 1)], ['1 + b', 'a'])
     """
     program, outputs = _three_address(replacements, outputs, split)
+    printed = {}
+
+    def doprint(expr):
+        # the same partial recurs (an arcsine's derivative in every line that uses it, the
+        # orthant gradients): each distinct expression is printed once
+        code = printed.get(expr)
+        if code is None:
+            code = printed[expr] = printer.doprint(expr)
+        return code
     rank = {v: i for i, v in enumerate(variables)}
     nvar = len(variables)
     dep = {v: (i,) for i, v in enumerate(variables)}   # variables each symbol depends on
@@ -77,12 +86,11 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
         counter[0] += 1
         return f"{prefix}{counter[0] - 1}"
 
-    def partial_code(expr, s):
-        p = diff(expr, s, free, memo)
+    def partial_code(p):
         if p.is_Number or p.is_Symbol:
-            return printer.doprint(p)
+            return doprint(p)
         name = fresh()
-        lines.append((name, printer.doprint(p)))
+        lines.append((name, doprint(p)))
         return name
 
     def chain(expr):
@@ -90,7 +98,8 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
         syms = sorted((s for s in expr.free_symbols if s in dep), key=rank.__getitem__)
         if not syms:
             return (), {}
-        partials = [(s, partial_code(expr, s)) for s in syms]
+        by = all_partials(expr, syms, free, memo)
+        partials = [(s, partial_code(by[s])) for s in syms]
         us = sorted({u for s in syms for u in dep[s]})
         out = {}
         for u in us:
@@ -135,8 +144,36 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
     need = _needed(lines, codes)
     lines = [(name, code) for name, code in lines if name in need]
     used = _used(program, [code for _, code in lines] + codes)
-    return ([f"{sym} = {printer.doprint(expr)}" for sym, expr in program if sym in used],
+    return ([f"{sym} = {doprint(expr)}" for sym, expr in program if sym in used],
             [f"{name} = {code}" for name, code in lines], index, codes)
+
+
+def all_partials(expr, syms, free=None, memo=None) -> dict:
+    """``{s: diff(expr, s)}`` for every ``s`` in ``syms``, the same expressions, with one walk
+    over the terms of a sum.
+
+    A line of a polynomial coefficient is a sum of hundreds of monomials in a few of its dozens
+    of symbols; asking every term for every symbol was most of the printing of polynomial pairs.
+    Here each term is differentiated only by the symbols it has, and the pieces of each partial
+    are summed by the same constructor :func:`~derive.derivatives.diff` uses (``Add`` orders
+    its arguments canonically and drops zeros, so the result is the same expression).
+
+    >>> import sympy as sp
+    >>> x, y, z = sp.symbols("x y z")
+    >>> e = 3 * x**2 * y + y * z + sp.sqrt(z)
+    >>> all_partials(e, [x, y, z]) == {s: sp.diff(e, s) for s in (x, y, z)}
+    True
+    """
+    free = {} if free is None else free
+    memo = {} if memo is None else memo
+    if not expr.is_Add:
+        return {s: diff(expr, s, free, memo) for s in syms}
+    wanted = set(syms)
+    pieces = {s: [] for s in syms}
+    for term in expr.args:
+        for s in free_symbols(term, free) & wanted:
+            pieces[s].append(diff(term, s, free, memo))
+    return {s: sp.Add(*pieces[s]) for s in syms}
 
 
 def _three_address(replacements, outputs, split):

@@ -27,6 +27,7 @@ import sympy as sp
 
 from . import integrals
 from .derivatives import diff
+from .substitute import xreplace
 from .keys import SystemKey  # noqa: F401  (re-exported: the name every caller uses)
 
 
@@ -161,7 +162,7 @@ class Hierarchy:
             syms = [(C[a, b], (a, b)) for a in range(n) for b in range(a, n)]
             memo[which] = (expr, syms)
         expr, syms = memo[which]
-        return lambda cov: expr.xreplace({s: cov[a, b] for s, (a, b) in syms})
+        return lambda cov: xreplace(expr, {s: cov[a, b] for s, (a, b) in syms})
 
     def _merged_I4(self, f):
         """<g'(f1) g'(f2) g(f3) g(f4)> with coincident ReLU (step-function) fields merged into
@@ -184,8 +185,16 @@ class Hierarchy:
                 for q, b in enumerate(coeffs):
                     prod[p + q] += a * b
             factors[k] = (tuple(prod), THETA if THETA in (k0, kind) else ONE)
-        cov = sp.Matrix(len(fields), len(fields), lambda a, b: self._c1(fields[a], fields[b]))
-        out = _expand(cov, factors)
+        # derived once per pattern in covariance symbols, then substituted: the merged fields
+        # are distinct, so their covariance entries are distinct symbols (a renaming)
+        n = len(fields)
+        memo = self.__dict__.setdefault("_merged_memo", {})
+        pattern = (n, tuple(factors))
+        if pattern not in memo:
+            memo[pattern] = _expand(integrals.covariance_symbols(n), factors)
+        C = integrals.covariance_symbols(n)
+        out = xreplace(memo[pattern], {C[a, b]: self._c1(fields[a], fields[b])
+                                       for a in range(n) for b in range(a, n)})
         if out.has(sp.nan, sp.zoo, sp.oo):
             raise AssertionError(f"I4 of {f}: the reduction divided by zero")
         return out

@@ -23,7 +23,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -286,9 +285,9 @@ def test_estimate_is_within_a_factor_of_the_measured_time(tmp_path):
     from derive import codegen
     key = SystemKey("erf", 2, 1)
     codegen._derive.cache_clear()
-    t0 = time.process_time()
+    t0 = registry._cpu_seconds()           # with the jets' second process, when there is one
     registry.generate(key, tmp_path, say=lambda _: None)
-    took = time.process_time() - t0
+    took = registry._cpu_seconds() - t0
     est = estimate_seconds("erf", 2, 1)
     assert est / 4 <= took <= 4 * est, (est, took)
 

@@ -29,10 +29,13 @@ fixed Gauss–Legendre rule (:func:`orthant4_float`).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from itertools import combinations
 
 import mpmath as mp
 import sympy as sp
+
+from ..substitute import xreplace
 
 PAIRS = tuple(combinations(range(4), 2))        # (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
 
@@ -65,6 +68,12 @@ def gradient_entry(args, k, lib=sp):
     return (_frac(1, 4, lib) + _asin(lib)(rc) / (2 * lib.pi)) / (2 * lib.pi * lib.sqrt(1 - r * r))
 
 
+@lru_cache(maxsize=6)
+def _gradient_template(k):
+    r = sp.symbols("r0:6", cls=sp.Dummy)
+    return gradient_entry(r, k, sp), r
+
+
 def _frac(p, q, lib):
     if lib is sp:
         return sp.Rational(p, q)
@@ -88,6 +97,8 @@ class Orthant4(sp.Function):
     (r12, r13, r14, r23, r24, r34), in that order."""
 
     nargs = 6
+    # eval acts only on a zero correlation: derive.substitute.rebuild skips it for symbols
+    symbolic_eval_is_identity = True
 
     @classmethod
     def eval(cls, *args):
@@ -101,6 +112,11 @@ class Orthant4(sp.Function):
         return None
 
     def fdiff(self, argindex=1):
+        if all(a.is_Symbol for a in self.args):
+            # the printed derivatives differentiate P4 of named correlations many times over:
+            # the entry is built once in placeholder symbols and renamed (the same expression)
+            template, r = _gradient_template(argindex - 1)
+            return xreplace(template, dict(zip(r, self.args)))
         return gradient_entry(self.args, argindex - 1, sp)
 
     def integrand(self, t: sp.Symbol) -> sp.Expr:

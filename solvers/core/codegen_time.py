@@ -4,7 +4,7 @@ request need not import the code generator).
 The symbolic work is the hierarchy's Gaussian integrals and their split into next-level
 coefficients (``derive.codegen._derive``), the common-subexpression elimination and printing of
 the coefficients with their forward-accumulated derivatives (``derive.codegen.render``), and the
-Taylor-jet decomposition (``derive.taylor.render_jets``); together they grow about like n^1.9,
+Taylor-jet decomposition (``derive.taylor.render_jets``); together they grow about like n^1.5,
 n = KM + K(K+1)/2 the number of per-level state variables.  Measured CPU seconds of those
 phases in one process (erf, this machine class; BENCHMARKS.md, "Generation speed"): the model
 below is a least-squares fit of ``log t`` on ``log n`` over them.  Starting Python and importing
@@ -15,26 +15,26 @@ The activations change the cost by a factor that depends on the student's and th
 kind separately and on the size: ReLU (orthant probabilities and their gradients) and
 polynomials of degree >= 3 (long Gaussian-moment expansions) cost more than erf and grow
 faster; a linear student makes every integral with its derivative trivial.  ``activation_factor``
-is a fit on 13 pairs at K = M = 2, 3, 4 and ReLU at 5 (BENCHMARKS.md, "Generation time per activation pair"); the
+is a fit on 7 pairs at K = M = 2, 3, 4 and ReLU and the cubic pair up to 6 (BENCHMARKS.md, "Generation time per activation pair" and "Generation speed for the family"); the
 sizing of a request (``solvers.app.validate``) and the announcement of the registry both use
 ``estimate_seconds``.
 
 >>> round(estimate_seconds("erf", 4, 4), 1)
-5.4
+4.5
 >>> round(estimate_seconds("relu", 4, 4) / estimate_seconds("erf", 4, 4), 1)
-3.2
+1.7
 """
 from __future__ import annotations
 
 import math
 import re
 
-# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf K = M = 2..6,
-# (1, 2), (2, 1), (3, 2), (2, 4), (4, 2), (6, 2), (2, 6): every measured time within a factor
-# 0.85 .. 1.18 of the model (erf K = M = 3: 2.0 s, 4: 5.3 s, 6: 21.6 s).  Linear: every
-# coefficient is a polynomial, ~50x cheaper (linear K = M = 6: 0.4 s).
-EXPONENT = 1.89
-COEFFICIENT = {"erf": 0.0113, "linear": 0.0002}
+# seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf K = M = 2..6
+# (bench/fit_codegen_time.py over bench/bench_codegen_pairs.py, CPU seconds including the Taylor
+# jets' second process): every erf point within 0.87 .. 1.12 of the model (erf K = M = 4: 4.1 s,
+# 6: 16.0 s).  Linear: every coefficient is a polynomial, ~10x cheaper (linear K = M = 4: 0.2 s).
+EXPONENT = 1.522
+COEFFICIENT = {"erf": 0.0314, "linear": 0.0031}
 OVERHEAD = 0.05
 
 # the share of the Taylor jets in that time (erf K = M = 3 .. 6: 0.15 .. 0.19)
@@ -47,20 +47,20 @@ def n_state(K: int, M: int) -> int:
 
 
 # The activation factor t(student, teacher) / t(erf, erf) at the same K, M, in CPU seconds of
-# ``registry.generate`` in a cold process, measured in one run for 13 pairs at K = M = 2, 3, 4
-# and ReLU at K = M = 5 (bench/bench_codegen_pairs.py): log factor = A[student kind] +
-# B[teacher kind] + (C[student kind] + D[teacher kind]) log(n / 15), least squares over the 40
-# measurements that are not erf/erf (16 numbers; erf is 0).  Every measurement is within a
-# factor 0.74 .. 1.31 of the fit.  Kinds: "poly" is a polynomial of degree >= 3 (x**3 - 3*x
-# measured), "poly2" of degree <= 2 (x**2).  Above the measured n the slopes are extrapolated
-# (a ReLU pair grows faster than erf: at K = M = 5 the factor held at its K = M = 4 value was 2.1x
-# low, the fit without that point 1.3x); below n = 7 the factor is held (overheads).
+# ``registry.generate`` in a cold process (bench/bench_codegen_pairs.py, fitted by
+# bench/fit_codegen_time.py): log factor = A[student kind] + B[teacher kind] + (C[student kind]
+# + D[teacher kind]) log(n / 15), least squares over 21 measurements of 7 pairs at K = M = 2..4
+# (ReLU/ReLU and the cubic pair up to 6); erf is 0.  Every measurement is within a factor
+# 0.58 .. 1.45 of the fit.  Kinds: "poly" is a polynomial of degree >= 3 (x**3 - 3*x measured),
+# "poly2" of degree <= 2 (x**2).  Only pairs of one polynomial kind were measured, so a
+# polynomial's student and teacher terms are equal shares; a linear teacher is taken at erf's
+# cost.  Below n = 7 the factor is held (overheads).
 #        kind       A (student)  B (teacher)  C (student)  D (teacher)
 FACTOR_FIT = {"erf": (0.0, 0.0, 0.0, 0.0),
-              "relu": (0.179, 0.606, 0.524, 0.190),
-              "linear": (-2.703, -0.350, -1.054, 0.036),
-              "poly2": (-1.647, 0.288, -0.492, 0.503),
-              "poly": (0.644, 0.212, 0.629, 0.094)}
+              "relu": (0.067, 0.255, 0.221, 0.213),
+              "linear": (-2.342, 0.0, -1.258, 0.0),
+              "poly2": (-0.706, -0.706, -0.173, -0.173),
+              "poly": (0.142, 0.142, 0.347, 0.347)}
 FACTOR_N_MIN = 7             # the smallest measured n
 
 

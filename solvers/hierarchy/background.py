@@ -15,7 +15,8 @@ whole process group; the parent answers it by terminating the child) and dies wi
 
 ``SCALING_ODES_SERIAL=1`` (or one CPU in the affinity mask, no ``fork``, a worker process or
 thread, e.g. of a sweep) turns it off; the simulator's two-thread step loop follows the same
-rule (``parallel_allowed``).
+rule (``parallel_allowed``), and so does the printing of a system's Taylor jets beside its
+solver module (``solvers.core.registry.generate``).
 """
 from __future__ import annotations
 

@@ -1,0 +1,167 @@
+"""The shortcuts that make generation of ReLU and polynomial pairs fast give SymPy's own
+results: the argument matching of the common-subexpression pass against ``sympy.cse``, the
+sorted terms of a printed sum against ``Expr.as_ordered_terms``, the substitution against
+``Basic.xreplace``, the one-walk partials against ``sympy.diff``, and the merged-ReLU integrals
+derived once per pattern against the expectation engine run on the covariance itself."""
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import mpmath
+import pytest
+import sympy as sp
+
+from derive import codegen, fastcse, integrals
+from derive.derivatives import diff
+from derive.family.integrals import _expand
+from derive.family.orthant import Orthant4, gradient_entry
+from derive.forward import _three_address, all_partials
+from derive.hierarchy import Hierarchy, SystemKey
+from derive.substitute import rebuild, xreplace
+from derive.term_order import ordered_terms
+
+pytestmark = [pytest.mark.second_basis, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+
+PAIRS = [("relu", "relu", 2, 1), ("x**3 - 3*x", "x**3 - 3*x", 2, 2), ("erf", "relu", 2, 1)]
+
+
+def _coefficients(student, teacher, K, M):
+    d = codegen._derive(SystemKey(student, K, M, teacher=teacher))
+    return d, d.a_exprs + d.f_exprs
+
+
+def _same(a, b):
+    (ra, ea), (rb, eb) = a, b
+    return ([(s, sp.srepr(v)) for s, v in ra] == [(s, sp.srepr(v)) for s, v in rb]
+            and [sp.srepr(e) for e in ea] == [sp.srepr(e) for e in eb])
+
+
+@pytest.mark.parametrize("student, teacher, K, M", PAIRS)
+def test_cse_with_argument_matching_is_sympys(student, teacher, K, M):
+    """Polynomial and ReLU coefficients: long sums sharing many terms, where the matching of
+    common arguments does most of its work."""
+    _, exprs = _coefficients(student, teacher, K, M)
+    ref = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
+    assert _same(fastcse.cse(exprs, "x"), ref)
+
+
+def test_cse_matching_on_overlapping_sums():
+    """Sums and products sharing overlapping subsets of arguments (the recursive matches)."""
+    a, b, c, d, e = sp.symbols("a b c d e")
+    exprs = [a + b + c + d, a + b + c + e, b + c + d + e, a * b * c, a * b * d * e, b * c * e,
+             sp.sqrt(a + b + c) + a * b * c * d, (a + b) * (c + d + e)]
+    ref = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
+    assert _same(fastcse.cse(exprs, "x"), ref)
+
+
+@pytest.mark.parametrize("student, teacher, K, M", PAIRS + [("erf", "erf", 2, 2)])
+def test_ordered_terms_are_sympys(student, teacher, K, M):
+    d, exprs = _coefficients(student, teacher, K, M)
+    replacements, reduced = fastcse.cse(exprs, "x")
+    sums = {a for e in [v for _, v in replacements] + list(reduced) + [d.h.eps_g]
+            for a in sp.preorder_traversal(e) if a.is_Add}
+    x, y = sp.symbols("x y")
+    sums |= {1 - x, 2 + x / y - y**-2 + sp.sqrt(2) * x, x * y**3 - sp.pi * x**2 + y / 3}
+    assert len(sums) > 20
+    for s in sums:
+        assert ordered_terms(s) == s.as_ordered_terms(), s
+
+
+def test_substitution_is_xreplace():
+    """The ReLU four-field integral (orthant probability, arcsines of correlations) and a
+    polynomial one, substituted with a level-1 covariance with coincident fields."""
+    from derive import family
+    C = integrals.covariance_symbols(4)
+    h = Hierarchy(SystemKey("relu", 2, 2))
+    fields = [("x", 0), ("x", 1), ("y", 0), ("x", 0)]
+    rule = {C[a, b]: h._c1(fields[a], fields[b]) for a in range(4) for b in range(a, 4)}
+    for expr in (family.I4("relu", "relu", "relu", "relu", C),
+                 family.I4("x**3 - 3*x", "x**3 - 3*x", "x**2", "relu", C)):
+        assert xreplace(expr, rule) == expr.xreplace(rule)
+    r = sp.symbols("r0:6", real=True)
+    assert rebuild(Orthant4, r) == Orthant4(*r)
+    zero = [sp.Integer(0), *r[1:]]
+    assert rebuild(Orthant4, zero) == Orthant4(*zero)
+    assert rebuild(sp.asin, [-r[0]]) == sp.asin(-r[0]) == -sp.asin(r[0])
+
+
+def test_orthant_gradient_by_renaming_is_the_entry():
+    r = sp.symbols("q0:6", real=True)
+    for k in range(6):
+        assert Orthant4(*r).fdiff(k + 1) == gradient_entry(r, k, sp)
+        assert diff(Orthant4(*r), r[k]) == sp.diff(Orthant4(*r), r[k])
+
+
+@pytest.mark.parametrize("student, teacher, K, M", PAIRS)
+def test_one_walk_partials_are_sympy_diff(student, teacher, K, M):
+    """Every partial the printed derivatives use (each line of the three-address program by
+    each symbol it has) against ``sympy.diff``."""
+    _, exprs = _coefficients(student, teacher, K, M)
+    replacements, reduced = fastcse.cse(exprs, "x")
+    program, _ = _three_address(replacements, reduced, "z")
+    checked = 0
+    for _, expr in program[:400]:
+        syms = sorted(expr.free_symbols, key=str)
+        got = all_partials(expr, syms)
+        for s in syms:
+            assert got[s] == sp.diff(expr, s), (expr, s)
+            checked += 1
+    assert checked > 100
+
+
+def _pd_point(h, seed):
+    """A positive-definite level-1 covariance of the K + M fields, exact rationals."""
+    rng = random.Random(seed)
+    n = h.key.K + h.key.M
+    A = [[Fraction(rng.randint(-10, 10), 10) for _ in range(n)] for _ in range(n)]
+    C = [[sum(A[i][k] * A[j][k] for k in range(n)) / n + (Fraction(1, 2) if i == j else 0)
+          for j in range(n)] for i in range(n)]
+    K = h.key.K
+
+    def entry(block, name):
+        _, a, b = name.split("_")
+        a, b = int(a) - 1, int(b) - 1
+        return C[a][K + b] if block == "R" else C[K + a][K + b] if block == "T" else C[a][b]
+    return {s: entry(s.name[0], s.name) for s in h.v1.state + h.v1.teacher}
+
+
+@pytest.mark.parametrize("student, teacher", [("relu", "relu"), ("relu", "x**3 - 3*x"),
+                                              ("relu", "erf")])
+def test_merged_relu_patterns_match_the_engine_on_the_covariance(student, teacher):
+    """Coincident ReLU fields are merged and the merged integral is derived once per pattern in
+    covariance symbols; here each merged I4 of K = 3, M = 2 against the expectation engine run
+    on that covariance directly, at 30 digits at a positive-definite point (the two are
+    different expressions of one function: agreement to rounding, 1e-25)."""
+    from derive.family.activations import ONE, THETA, activation
+    h = Hierarchy(SystemKey(student, 3, 2, teacher=teacher))
+    vals = _pd_point(h, 3)
+    xs = [("x", i) for i in range(3)]
+    ys = [("y", n) for n in range(2)]
+    cases = [(xs[0], xs[0], ys[0], ys[1]), (xs[0], xs[1], xs[0], ys[1]),
+             (xs[1], xs[1], xs[1], xs[2]), (xs[0], xs[2], xs[2], xs[0]),
+             (xs[2], xs[2], ys[1], ys[1])]
+    mpmath.mp.dps = 30
+    for f in cases:
+        got = h._merged_I4(f)
+        # the engine on the merged covariance itself (what the pattern route replaced)
+        fields, factors = [], []
+        for slot, x in enumerate(f):
+            coeffs, kind = activation(h._act(x)).factor(derivative=slot < 2)
+            k = next((k for k, y in enumerate(fields) if y == x and kind in (ONE, THETA)
+                      and factors[k][1] in (ONE, THETA)), None)
+            if k is None:
+                fields.append(x)
+                factors.append((coeffs, kind))
+                continue
+            c0, k0 = factors[k]
+            prod = [sp.Integer(0)] * (len(c0) + len(coeffs) - 1)
+            for p, a in enumerate(c0):
+                for q, b in enumerate(coeffs):
+                    prod[p + q] += a * b
+            factors[k] = (tuple(prod), THETA if THETA in (k0, kind) else ONE)
+        n = len(fields)
+        direct = _expand(sp.Matrix(n, n, lambda a, b: h._c1(fields[a], fields[b])), factors)
+        sub = {s: sp.Rational(v.numerator, v.denominator) for s, v in vals.items()}
+        a, b = sp.N(got.xreplace(sub), 30), sp.N(direct.xreplace(sub), 30)
+        assert abs(a - b) < sp.Float(1e-25) * (1 + abs(b)), f
