@@ -3,7 +3,7 @@
 
 erf's law ``t = c · n^e`` (n = KM + K(K+1)/2) is a least-squares line of log t on log n over
 the erf/erf rows; the activation factors are a least-squares fit, over every other row except
-linear/linear (its own law, fitted the same way), of
+linear/linear (its own power law), of
 
     log(t / erf law) = A[student kind] + B[teacher kind] + (C[student] + D[teacher]) log(n / 15)
 
@@ -55,8 +55,9 @@ def main(argv=None):
     c, e = power_law(erf)
     print(f"erf: {c:.4g} n^{e:.3f} over {len(erf)} rows")
     if len(lin) >= 2:
-        cl = float(np.exp(np.mean(np.log([t for _, t in lin]) - e * np.log([n for n, _ in lin]))))
-        print(f"linear/linear: {cl:.2g} n^{e:.3f} (same exponent)")
+        cl, el = power_law(lin)
+        print(f"linear/linear: {cl:.3g} n^{el:.3f} over {len(lin)} rows, measured / law "
+              + ", ".join(f"{t / (cl * n ** el):.2f}" for n, t in lin))
     others = [r for r in rows if not (r[0] == r[1] and r[0] in ("erf", "linear"))]
     cols = [f"{p}_{k}" for p in "ABCD" for k in KINDS]
     X, y = [], []

@@ -47,10 +47,10 @@ def test_kinds_and_factors():
                                          "x**3 - 3*x", "x**4")] == [
         "erf", "relu", "linear", "poly2", "poly2", "poly", "poly"]
     assert activation_factor("erf", None, 3, 3) == 1.0
-    # measured at K = M = 4 (CPU s): relu/relu 7.95, erf/erf 4.11 (1.9x; the fit says 1.7)
+    # measured at K = M = 4 (CPU s): relu/relu 9.0, erf/erf 4.1 (2.2x; the fit says 1.6)
     assert 1.3 < activation_factor("relu", "relu", 4, 4) < 2.6
-    # the teacher's ReLU costs more than the student's (erf/relu 0.9x, relu/erf 0.8x at K = 4)
-    assert activation_factor("erf", "relu", 4, 4) > activation_factor("relu", "erf", 4, 4)
+    # a linear student makes every integral with its derivative trivial (linear/relu 0.08x)
+    assert activation_factor("linear", "relu", 4, 4) < 0.2
     # held below the measured range of n (7 .. 40), extrapolated above (ReLU grows faster)
     assert activation_factor("relu", "relu", 1, 1) == activation_factor("relu", "relu", 2, 1)
     assert activation_factor("relu", "relu", 6, 6) > activation_factor("relu", "relu", 5, 5)
@@ -58,7 +58,7 @@ def test_kinds_and_factors():
 
 
 def test_the_spec_check_refuses_by_the_pair(monkeypatch):
-    """K = M = 8: erf about 35 s, relu/relu about 3x that; a limit of 0.02 h (72 s) lets the
+    """K = M = 8: erf about 38 s, relu/relu about 2.6x that; a limit of 0.02 h (72 s) lets the
     first through and refuses the second with one line naming the estimate and the limit."""
     monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "0.02")
 

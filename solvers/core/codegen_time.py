@@ -15,14 +15,14 @@ The activations change the cost by a factor that depends on the student's and th
 kind separately and on the size: ReLU (orthant probabilities and their gradients) and
 polynomials of degree >= 3 (long Gaussian-moment expansions) cost more than erf and grow
 faster; a linear student makes every integral with its derivative trivial.  ``activation_factor``
-is a fit on 7 pairs at K = M = 2, 3, 4 and ReLU and the cubic pair up to 6 (BENCHMARKS.md, "Generation time per activation pair" and "Generation speed for the family"); the
+is a fit on 13 pairs at K = M = 2, 3, 4, 6 (ReLU/ReLU and the cubic pair also 5) (BENCHMARKS.md, "Generation time per activation pair" and "Generation speed for the family"); the
 sizing of a request (``solvers.app.validate``) and the announcement of the registry both use
 ``estimate_seconds``.
 
 >>> round(estimate_seconds("erf", 4, 4), 1)
-4.5
+4.6
 >>> round(estimate_seconds("relu", 4, 4) / estimate_seconds("erf", 4, 4), 1)
-1.7
+1.6
 """
 from __future__ import annotations
 
@@ -31,10 +31,12 @@ import re
 
 # seconds = coefficient · n^EXPONENT + OVERHEAD, n = KM + K(K+1)/2.  Fit on erf K = M = 2..6
 # (bench/fit_codegen_time.py over bench/bench_codegen_pairs.py, CPU seconds including the Taylor
-# jets' second process): every erf point within 0.87 .. 1.12 of the model (erf K = M = 4: 4.1 s,
-# 6: 16.0 s).  Linear: every coefficient is a polynomial, ~10x cheaper (linear K = M = 4: 0.2 s).
-EXPONENT = 1.522
-COEFFICIENT = {"erf": 0.0314, "linear": 0.0031}
+# jets' second process): every erf point within 0.89 .. 1.19 of the model (erf K = M = 4: 4.1 s,
+# 6: 18.6 s).  Linear/linear has its own law (every coefficient a polynomial, mostly start-up):
+# LINEAR_COEFFICIENT · n^LINEAR_EXPONENT, within 0.86 .. 1.12 (K = M = 2..6: 0.1 .. 0.5 s).
+EXPONENT = 1.563
+COEFFICIENT = {"erf": 0.0282}
+LINEAR_COEFFICIENT, LINEAR_EXPONENT = 0.0316, 0.640
 OVERHEAD = 0.05
 
 # the share of the Taylor jets in that time (erf K = M = 3 .. 6: 0.15 .. 0.19)
@@ -49,18 +51,18 @@ def n_state(K: int, M: int) -> int:
 # The activation factor t(student, teacher) / t(erf, erf) at the same K, M, in CPU seconds of
 # ``registry.generate`` in a cold process (bench/bench_codegen_pairs.py, fitted by
 # bench/fit_codegen_time.py): log factor = A[student kind] + B[teacher kind] + (C[student kind]
-# + D[teacher kind]) log(n / 15), least squares over 21 measurements of 7 pairs at K = M = 2..4
-# (ReLU/ReLU and the cubic pair up to 6); erf is 0.  Every measurement is within a factor
-# 0.58 .. 1.45 of the fit.  Kinds: "poly" is a polynomial of degree >= 3 (x**3 - 3*x measured),
-# "poly2" of degree <= 2 (x**2).  Only pairs of one polynomial kind were measured, so a
-# polynomial's student and teacher terms are equal shares; a linear teacher is taken at erf's
-# cost.  Below n = 7 the factor is held (overheads).
+# + D[teacher kind]) log(n / 15), least squares over the 50 measurements of 13 pairs at
+# K = M = 2, 3, 4, 6 (ReLU/ReLU and the cubic pair also at 5) that are not erf/erf or
+# linear/linear; erf is 0.  Every measurement is within a factor 0.62 .. 1.63 of the fit (the
+# extremes: ReLU/erf 0.62 .. 0.67, ReLU/ReLU at K = M = 6 1.63: a ReLU on both sides costs more
+# than the two sides' terms say).  Kinds: "poly" is a polynomial of degree >= 3 (x**3 - 3*x
+# measured), "poly2" of degree <= 2 (x**2).  Below n = 7 the factor is held (overheads).
 #        kind       A (student)  B (teacher)  C (student)  D (teacher)
 FACTOR_FIT = {"erf": (0.0, 0.0, 0.0, 0.0),
-              "relu": (0.067, 0.255, 0.221, 0.213),
-              "linear": (-2.342, 0.0, -1.258, 0.0),
-              "poly2": (-0.706, -0.706, -0.173, -0.173),
-              "poly": (0.142, 0.142, 0.347, 0.347)}
+              "relu": (0.085, 0.225, 0.306, 0.039),
+              "linear": (-2.122, -0.571, -0.912, -0.101),
+              "poly2": (-1.465, 0.150, -0.383, 0.399),
+              "poly": (0.319, -0.027, 0.373, 0.170)}
 FACTOR_N_MIN = 7             # the smallest measured n
 
 
@@ -102,7 +104,7 @@ def estimate_seconds(activation: str, K: int, M: int, teacher: str | None = None
     teacher = teacher or activation
     if activation == teacher == "linear":
         # every coefficient a polynomial in the overlaps: its own measured law
-        return OVERHEAD + COEFFICIENT["linear"] * n_state(K, M) ** EXPONENT
+        return OVERHEAD + LINEAR_COEFFICIENT * n_state(K, M) ** LINEAR_EXPONENT
     return OVERHEAD + (COEFFICIENT["erf"] * n_state(K, M) ** EXPONENT
                        * activation_factor(activation, teacher, K, M))
 
