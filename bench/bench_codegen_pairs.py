@@ -11,6 +11,7 @@ estimate of :func:`solvers.core.codegen_time.estimate_seconds` and the one the s
 
     python bench/bench_codegen_pairs.py                          # the default table
     python bench/bench_codegen_pairs.py relu:erf:3:3 x**2:x**2:4:4
+    python bench/bench_codegen_pairs.py relu:relu:4:4:trained        # a trained readout
 """
 from __future__ import annotations
 
@@ -28,9 +29,10 @@ CHILD = r"""
 import json, resource, sys, time
 from pathlib import Path
 student, teacher, K, M, folder = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+trained = sys.argv[6] == "trained"
 from derive.keys import SystemKey
 from solvers.core import registry
-key = SystemKey(student, K, M, teacher=teacher)
+key = SystemKey(student, K, M, teacher=teacher, trained=trained)
 def cpu():
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + child.ru_utime + child.ru_stime
@@ -48,12 +50,12 @@ DEFAULT = [(s, t, k, k) for k in (2, 3, 4)
                         ("relu", "erf"), ("erf", "relu"), ("linear", "relu"))]
 
 
-def run(student: str, teacher: str, K: int, M: int) -> dict:
+def run(student: str, teacher: str, K: int, M: int, readout: str = "fixed") -> dict:
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, SCALING_ODES_CACHE=cache)
         out = subprocess.run([sys.executable, "-c", CHILD, student, teacher, str(K), str(M),
-                              cache], capture_output=True, text=True, check=True, cwd=ROOT,
-                             env=env)
+                              cache, readout], capture_output=True, text=True, check=True,
+                             cwd=ROOT, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -61,20 +63,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("systems", nargs="*", help="student:teacher:K:M (default: the table)")
     args = parser.parse_args(argv)
-    systems = ([(s, t, int(k), int(m)) for s, t, k, m in (a.split(":") for a in args.systems)]
-               or DEFAULT)
+    systems = [tuple(a.split(":")) for a in args.systems] or DEFAULT
+    systems = [(s, t, int(k), int(m), *rest) for s, t, k, m, *rest in systems]
     sys.path.insert(0, str(ROOT))
     from solvers.app.validate import _codegen_seconds
     from solvers.core.codegen_time import estimate_seconds
     print("| student | teacher | K | M | CPU (s) | derivation / printing / jets (wall s) | "
           "estimate (s) | measured / estimate | peak RSS before / after (MiB) | load | wall (s) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for s, t, K, M in systems:
-        res = run(s, t, K, M)
+    for s, t, K, M, *readout in systems:
+        res = run(s, t, K, M, *readout)
+        label = f"{s} ({readout[0]} readout)" if readout else s
         est = estimate_seconds(s, K, M, teacher=t)
         assert abs(_codegen_seconds(K, M, s, t) - est) < 1e-9
         ph = res["phases"]
-        print(f"| {s} | {t} | {K} | {M} | {res['cpu']:.2f} | {ph['derivation']:.1f} / "
+        print(f"| {label} | {t} | {K} | {M} | {res['cpu']:.2f} | {ph['derivation']:.1f} / "
               f"{ph['printing']:.1f} / {ph['Taylor jets']:.1f} | {est:.2f} | "
               f"{res['cpu'] / est:.2f} | {res['mib'][0]:.0f} / {res['mib'][1]:.0f} | "
               f"{os.getloadavg()[0]:.1f} | {res['wall']:.2f} |", flush=True)

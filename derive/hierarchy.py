@@ -164,12 +164,11 @@ class Hierarchy:
         expr, syms = memo[which]
         return lambda cov: xreplace(expr, {s: cov[a, b] for s, (a, b) in syms})
 
-    def _merged_I4(self, f):
-        """<g'(f1) g'(f2) g(f3) g(f4)> with coincident ReLU (step-function) fields merged into
-        one slot; other coincident fields (erf: erf² is not erf) stay in separate slots, whose
-        covariance may be singular (the erf and polynomial reductions allow it)."""
+    def _merged_fields(self, f):
+        """(fields, factors): the distinct fields of I4's four slots with coincident ReLU
+        (step-function) or polynomial slots merged into one slot carrying the product of their
+        factors (theta² = theta); other coincident fields (erf: erf² is not erf) stay apart."""
         from .family.activations import ONE, THETA, activation
-        from .family.integrals import _expand
         fields, factors = [], []
         for slot, x in enumerate(f):
             coeffs, kind = activation(self._act(x)).factor(derivative=slot < 2)
@@ -185,6 +184,14 @@ class Hierarchy:
                 for q, b in enumerate(coeffs):
                     prod[p + q] += a * b
             factors[k] = (tuple(prod), THETA if THETA in (k0, kind) else ONE)
+        return fields, factors
+
+    def _merged_I4(self, f):
+        """<g'(f1) g'(f2) g(f3) g(f4)> over the merged fields of :meth:`_merged_fields`; the
+        covariance of fields left apart may be singular (the erf and polynomial reductions
+        allow it)."""
+        from .family.integrals import _expand
+        fields, factors = self._merged_fields(f)
         # derived once per pattern in covariance symbols, then substituted: the merged fields
         # are distinct, so their covariance entries are distinct symbols (a renaming)
         n = len(fields)

@@ -133,7 +133,6 @@ def test_merged_relu_patterns_match_the_engine_on_the_covariance(student, teache
     covariance symbols; here each merged I4 of K = 3, M = 2 against the expectation engine run
     on that covariance directly, at 30 digits at a positive-definite point (the two are
     different expressions of one function: agreement to rounding, 1e-25)."""
-    from derive.family.activations import ONE, THETA, activation
     h = Hierarchy(SystemKey(student, 3, 2, teacher=teacher))
     vals = _pd_point(h, 3)
     xs = [("x", i) for i in range(3)]
@@ -145,21 +144,7 @@ def test_merged_relu_patterns_match_the_engine_on_the_covariance(student, teache
     for f in cases:
         got = h._merged_I4(f)
         # the engine on the merged covariance itself (what the pattern route replaced)
-        fields, factors = [], []
-        for slot, x in enumerate(f):
-            coeffs, kind = activation(h._act(x)).factor(derivative=slot < 2)
-            k = next((k for k, y in enumerate(fields) if y == x and kind in (ONE, THETA)
-                      and factors[k][1] in (ONE, THETA)), None)
-            if k is None:
-                fields.append(x)
-                factors.append((coeffs, kind))
-                continue
-            c0, k0 = factors[k]
-            prod = [sp.Integer(0)] * (len(c0) + len(coeffs) - 1)
-            for p, a in enumerate(c0):
-                for q, b in enumerate(coeffs):
-                    prod[p + q] += a * b
-            factors[k] = (tuple(prod), THETA if THETA in (k0, kind) else ONE)
+        fields, factors = h._merged_fields(f)
         n = len(fields)
         direct = _expand(sp.Matrix(n, n, lambda a, b: h._c1(fields[a], fields[b])), factors)
         sub = {s: sp.Rational(v.numerator, v.denominator) for s, v in vals.items()}
