@@ -162,7 +162,31 @@ def perfect_state(T_modes_mat, perm):
     return np.array(out, dtype=float)
 
 
-class FullLinearisation:
+def eps_gradient(mod, lam, y_star, t1, ctx, h=1e-6):
+    """∇ε_g by the mode states of a float64 module ``mod`` at ``y_star`` (L x N_STATE): ε
+    depends on v1 = Σ_k λ_k y_k only; central differences with step 1e-6 (error ~ step² ·
+    |ε'''| ≈ 1e-12, rounding ~ 1e-16/1e-6 = 1e-10), flattened like the state."""
+    v1 = lam @ y_star
+    g1 = np.empty(v1.size)
+    for s in range(v1.size):
+        e = np.zeros(v1.size)
+        e[s] = h
+        g1[s] = (mod.eps_g(v1 + e, t1, ctx) - mod.eps_g(v1 - e, t1, ctx)) / (2 * h)
+    return np.outer(lam, g1).ravel()
+
+
+class FirstOrderEps:
+    """The first-order ε_g of a linearisation with ``eps_star``, ``grad``, ``J``, ``y_star``."""
+
+    def eps_g(self, y_ref, alpha0, alphas):
+        """First-order ε_g(α) = ε* + ∇ε · expm(J (α - α_0)) (y(α_0) - y*)."""
+        from scipy.linalg import expm
+        x0 = (np.asarray(y_ref, dtype=float) - self.y_star).ravel()
+        return [self.eps_star + float(self.grad @ (expm(self.J * (float(a) - alpha0)) @ x0))
+                for a in alphas]
+
+
+class FullLinearisation(FirstOrderEps):
     """Linearisation of the generated modes system (float64) at perfect learning R = Q = T.
 
     Unlike :class:`Linearisation` it needs no symmetric teacher: the whole L·N_STATE Jacobian
@@ -193,17 +217,7 @@ class FullLinearisation:
         self.J = self.mod.jac_modes(self.y_star, *args)
         self.t1 = num.lam @ num.T_modes
         self.eps_star = float(self.mod.eps_g(num.lam @ self.y_star, self.t1, ctx))
-        # ∇ε_g by the mode states: ε depends on v1 = Σ_k λ_k y_k only; central differences
-        # with step 1e-6 (error ~ step² · |ε'''| ≈ 1e-12, rounding ~ 1e-16/1e-6 = 1e-10)
-        h = 1e-6
-        v1 = num.lam @ self.y_star
-        g1 = np.empty(v1.size)
-        for s in range(v1.size):
-            e = np.zeros(v1.size)
-            e[s] = h
-            g1[s] = (self.mod.eps_g(v1 + e, self.t1, ctx)
-                     - self.mod.eps_g(v1 - e, self.t1, ctx)) / (2 * h)
-        self.grad = np.outer(num.lam, g1).ravel()
+        self.grad = eps_gradient(self.mod, num.lam, self.y_star, self.t1, ctx)
 
     def rates(self, rel=1e-6):
         """Positive decay rates -Re μ of eigen-directions with a first-order ε_g weight.
@@ -218,13 +232,6 @@ class FullLinearisation:
             if not out or abs(r - out[-1]) > 1e-8 * max(abs(r), 1e-300):
                 out.append(r)
         return out
-
-    def eps_g(self, y_ref, alpha0, alphas):
-        """First-order ε_g(α) = ε* + ∇ε · expm(J (α - α_0)) (y(α_0) - y*)."""
-        from scipy.linalg import expm
-        x0 = (np.asarray(y_ref, dtype=float) - self.y_star).ravel()
-        return [self.eps_star + float(self.grad @ (expm(self.J * (float(a) - alpha0)) @ x0))
-                for a in alphas]
 
     def first_order(self, y):
         """ε* + ∇ε·(y - y*) of a given state: Eq. (121) applied to the exact state."""

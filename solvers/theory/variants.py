@@ -48,6 +48,7 @@ import sympy as sp
 from solvers.core.numbers import Float64Context, MpmathContext, exact_fraction
 from solvers.core.problem import Problem, explicit_init, unpack_state
 from solvers.core.registry import load
+from solvers.theory.asymptotic import FirstOrderEps, eps_gradient
 from solvers.theory.fixed_points import (NoFixedPoint, Setup, equal_students, full_state,
                                          eigenvalues, newton, verified)
 
@@ -441,7 +442,7 @@ def _regular_at(problem, T_packed, y) -> bool:
     return True
 
 
-class NumericLinearisation:
+class NumericLinearisation(FirstOrderEps):
     """float64 first-order ε_g around a fixed point of :func:`asymptotic_numeric`:
     ε* + ∇ε · expm(J (α - α0)) (y(α0) - y*) and the ε_g-visible decay rates (as
     :class:`solvers.theory.asymptotic.FullLinearisation`, at a numeric fixed point)."""
@@ -456,17 +457,7 @@ class NumericLinearisation:
         self.t1 = self.lam @ f(fp["T_modes"])
         self.eps_star = float(fp["eps"])
         self.mu_precise = fp["eigenvalues"]
-        # ∇ε_g by the mode states through v1 = Σ_k λ_k y_k: central differences, step 1e-6
-        # (truncation ~ 1e-12, rounding ~ 1e-10 relative)
-        h = 1e-6
-        v1 = self.lam @ self.y_star
-        g1 = np.empty(v1.size)
-        for s in range(v1.size):
-            e = np.zeros(v1.size)
-            e[s] = h
-            g1[s] = (self.mod.eps_g(v1 + e, self.t1, self.ctx)
-                     - self.mod.eps_g(v1 - e, self.t1, self.ctx)) / (2 * h)
-        self.grad = np.outer(self.lam, g1).ravel()
+        self.grad = eps_gradient(self.mod, self.lam, self.y_star, self.t1, self.ctx)
 
     def rates(self, rel=1e-6):
         """Decay rates -Re μ (from the verified eigenvalues) of the eigen-directions with a
@@ -489,9 +480,3 @@ class NumericLinearisation:
             if r > 0 and (not merged or abs(r - merged[-1]) > 1e-8 * abs(r)):
                 merged.append(r)
         return merged
-
-    def eps_g(self, y_ref, alpha0, alphas):
-        from scipy.linalg import expm
-        x0 = (np.asarray(y_ref, dtype=float) - self.y_star).ravel()
-        return [self.eps_star + float(self.grad @ (expm(self.J * (float(a) - alpha0)) @ x0))
-                for a in alphas]
