@@ -40,6 +40,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from .derivatives import diff as _diff, free_symbols as _free
 from .fastcse import cse
 from .forward import program_derivatives
+from .long_sums import LONG, join_sum
 from .term_order import ordered_terms
 from .hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
@@ -94,6 +95,12 @@ class ContextPrinter(_PowMixin, PythonCodePrinter):
 
     def _print_Pi(self, expr):
         return "ctx.pi"
+
+    def _print_Add(self, expr, order=None):
+        if len(expr.args) <= LONG:
+            return super()._print_Add(expr, order)
+        # too long for Python's compiler as a chain of additions (derive/long_sums.py)
+        return join_sum(self._print(t) for t in self._as_ordered_terms(expr, order=order))
 
     def _as_ordered_terms(self, expr, order=None):
         # SymPy's sorted order of a sum's terms, computed faster (derive/term_order.py)

@@ -21,6 +21,7 @@ import re
 import sympy as sp
 
 from .derivatives import diff, free_symbols
+from .long_sums import join_sum
 
 
 def program_derivatives(replacements, outputs, variables, printer, prefix="d", split="z"):
@@ -117,7 +118,7 @@ def program_derivatives(replacements, outputs, variables, printer, prefix="d", s
                 else:
                     terms.append(f"{_paren(p)}*{d}")
             if terms:
-                out[u] = " + ".join(terms)
+                out[u] = join_sum(terms)
         return tuple(us), out
 
     for sym, expr in program:

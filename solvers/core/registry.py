@@ -88,7 +88,8 @@ def _source_hash() -> str:
     h = hashlib.sha256()
     derive_dir = Path(codegen.__file__).parent
     for name in ("codegen.py", "derivatives.py", "fastcse.py", "forward.py", "hierarchy.py",
-                 "integrals.py", "taylor.py", "keys.py", "substitute.py", "term_order.py"):
+                 "integrals.py", "taylor.py", "keys.py", "substitute.py", "term_order.py",
+                 "long_sums.py"):
         h.update((derive_dir / name).read_bytes())
     for path in sorted((derive_dir / "family").glob("*.py")):     # the family's integrals
         h.update(path.read_bytes())
