@@ -209,12 +209,22 @@ def kernel() -> CKernel | None:
         try:
             if cc is None:
                 raise OSError(f"no C compiler ({os.environ.get('CC', 'cc')!r} not found)")
-            k = CKernel(ctypes.CDLL(str(build(cc))))
+            k = CKernel(ctypes.CDLL(str(build(cc, ISA_VARIANTS[_isa()]))))
         except (OSError, RuntimeError) as exc:
             warnings.warn(f"scaling-odes: the simulator uses its numba kernels (C kernel "
                           f"unavailable: {exc})", RuntimeWarning, stacklevel=2)
     _state["kernel"] = k
     return k
+
+
+def _isa() -> str:
+    """``SCALING_ODES_CKERNEL_ISA`` (native | avx2 | plain): build another instruction-set path
+    than the CPU's widest, e.g. to measure what an AVX2-only CPU runs."""
+    name = os.environ.get("SCALING_ODES_CKERNEL_ISA", "") or "native"
+    if name not in ISA_VARIANTS:
+        raise OSError(f"SCALING_ODES_CKERNEL_ISA = {name!r} is not one of "
+                      f"{', '.join(ISA_VARIANTS)}")
+    return name
 
 
 def variant(name: str) -> CKernel:
