@@ -132,3 +132,46 @@ def test_plateau_of_the_actual_teacher(tmp_path, capsys):
     assert np.allclose(Rm[:, 0, :], np.array(R, dtype=float), rtol=1e-14, atol=0)
     assert np.allclose(Qm[:, 0, 1], np.array(Q, dtype=float), rtol=1e-14, atol=0)
     assert Rm[0, 0, 0] != Rm[0, 0, 1]          # a random teacher: r_n depends on n
+
+
+def test_asymptotic_of_relu_with_noise_and_decay_from_the_trajectory_end(tmp_path, capsys):
+    """ReLU students cannot be linearised at perfect learning (their fields' covariance is
+    singular there), and from the first grid point Newton is far from the fixed point.  With
+    label noise and weight decay the fixed point moves off the singular set; Newton starts at
+    the end of the integrated trajectory.  Checked against that trajectory: the fixed point is
+    its end (α = 3000, slowest rate 0.022: e^-66 left, so the float64 ODE's own error decides:
+    1e-6 of the state's scale), and the slowest eigenvalue is the log-slope of the trajectory's
+    distance to it on α in [150, 450] (the next, 0.10, is e^-12 smaller there).  ε_g
+    itself approaches its floor at a rate between the slowest and twice it: near perfect
+    learning ∇ε_g is small (it vanishes at the teacher), so the quadratic term competes."""
+    import numpy as np
+    spec = _spec(tmp_path, model='activation = "relu"', L=1, N=1024,
+                 training="noise = 0.01\nweight_decay = 0.0001", alpha_max=3000, n=61,
+                 extra="digits = 8")
+    spec.write_text(spec.read_text().replace("sigma_J = 0.01", "sigma_J = 0.3"))
+    code, out, err = run_cli(["asymptotic", spec, "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["route"] == "numeric" and d["fixed_point"]["exact"] is False
+    assert "alpha = 3000" in d["fixed_point"]["start"]
+    code, out, err = run_cli(["solve", spec, "--json"], capsys)
+    assert code == 0, err
+    ode = json.loads(out)
+    R_end, Q_end = np.asarray(ode["R1"][-1]), np.asarray(ode["Q1"][-1])
+    R_fp, Q_fp = np.asarray(d["fixed_point"]["modes"]["R"][0]), np.asarray(
+        d["fixed_point"]["modes"]["Q"][0])
+    scale = np.abs(Q_fp).max()
+    assert np.abs(R_end - R_fp).max() < 1e-6 * scale
+    assert np.abs(Q_end - Q_fp).max() < 1e-6 * scale
+    assert ode["eps_g"][-1] == pytest.approx(d["eps_floor"], rel=1e-6)
+    a = np.asarray(ode["alpha"])
+    dist = np.sqrt(((np.asarray(ode["R1"]) - R_fp) ** 2).sum(axis=(1, 2))
+                   + ((np.asarray(ode["Q1"]) - Q_fp) ** 2).sum(axis=(1, 2)))
+    window = (a >= 150) & (a <= 450)
+    slowest = -max(d["eigenvalues"]["real"])
+    assert -np.polyfit(a[window], np.log(dist[window]), 1)[0] == pytest.approx(slowest, rel=1e-3)
+    assert d["rates"][0] == pytest.approx(slowest, rel=1e-12)
+    e = np.asarray(ode["eps_g"], float) - d["eps_floor"]
+    assert np.all(e[window] > 0)
+    eps_rate = -np.polyfit(a[window], np.log(e[window]), 1)[0]
+    assert slowest < eps_rate < 2 * slowest

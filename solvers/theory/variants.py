@@ -31,11 +31,11 @@ Asymptotic state.  Perfect learning R = Q = T (students relabelled as they speci
 fixed point when the student can copy the teacher unit by unit: same activation, K = M and
 v_i = u_{π(i)} for the matching π, no weight decay, no label noise at order 2.  Label noise
 (order 2) or weight decay move it; then, and whenever perfect learning is not available, the
-asymptotic state is the stable fixed point next to the ODE's late state, found by Newton from
-it.  Refused with the reason: ReLU at exact perfect learning (the fields x_i = y_i have a
+asymptotic state is the stable fixed point next to the ODE's late state (the end of the
+integrated trajectory, from the command line), found by Newton from it.  Refused with the reason: ReLU at exact perfect learning (the fields x_i = y_i have a
 singular covariance where the ReLU integrals' derivatives diverge), a singular Jacobian (a
 continuum of minima, e.g. linear students with K >= 2, where only Σ v_i J_i is determined), an
-unstable fixed point (the ODE state at alpha0 is still near a plateau).
+unstable fixed point (the ODE state is still near a plateau).
 """
 from __future__ import annotations
 
@@ -326,7 +326,8 @@ def perfect_state_exact(T_packed, perm, K, M):
     return np.array(rows, dtype=object)
 
 
-def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) -> dict:
+def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20,
+                       alpha_ode=None) -> dict:
     """The asymptotic fixed point of ``problem`` (its own teacher) and the spectrum of the full
     generated Jacobian there, verified by reruns to ``digits`` digits.
 
@@ -334,8 +335,8 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
     weight decay and without label noise at order 2 (``exact`` in the result); otherwise Newton
     from it, or from the ODE state ``y_ode`` (float (L, N_STATE)) when there is no perfect
     learning.  Returns dict(y, eps (clean ε_g there: the noise floor), eigenvalues, residual,
-    exact, start, eps_scale (ε_g of the zero student: the scale of eps's digits), digits,
-    dps)."""
+    exact, start, eps_scale (ε_g of a student uncorrelated with the teacher: the scale of eps's
+    digits), digits, dps)."""
     key = problem.key
     moved = problem.weight_decay != 0 or (problem.noise != 0 and problem.order == 2)
     reason = asymptotic_refusal(key, schedule=problem.schedule, moved=moved)
@@ -359,7 +360,8 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
         start_name = "perfect learning R = Q = T"
     else:
         start = np.array([[Fraction(float(v)) for v in row] for row in y_ode], dtype=object)
-        start_name = "the ODE state at alpha0"
+        start_name = ("the ODE state at alpha0" if alpha_ode is None
+                      else f"the ODE state at alpha = {alpha_ode:g}")
     memo = {}
 
     def compute(d):
@@ -404,8 +406,8 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
             if ev[0].real > 0:
                 raise Refused(f"the fixed point near {start_name} is unstable (eigenvalue "
                               f"{mpmath.nstr(ev[0].real, 6)} > 0): the state at alpha0 is "
-                              f"still near a plateau; choose a later [asymptotic] alpha0")
-            eps_scale = st.eps_g(0 * y)
+                              f"still near a plateau; integrate further (a larger alpha_max)")
+            eps_scale = st.eps_g(_scale_state(T_packed, K, M, ctx))
             memo["out"] = dict(y=y, residual=res, eigenvalues=ev, J=J,
                                T=st.T_modes, lam=st.lam, eps_scale=eps_scale)
             # ε_g may vanish (perfect learning): its digits are relative to ε_g of the zero
@@ -421,6 +423,21 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20) ->
                 residual=out["residual"], exact=exact, start=start_name, J=out["J"],
                 T_modes=out["T"], lam=out["lam"], eps_scale=out["eps_scale"], digits=got,
                 dps=used)
+
+
+def _scale_state(T_packed, K, M, ctx):
+    """(L, N_STATE) modes state of a student uncorrelated with the teacher (R = 0) whose units
+    have the teacher's mean norm per mode (Q_k = tr T_k / M · 1): ε_g there is of the order of
+    ½ <ζ²>, the scale of ε_g's digits.  Not the zero student: ReLU's ε_g divides by √Q_ii."""
+    Tm = _teacher_matrices(T_packed, M)
+    iu = np.triu_indices(K)
+    rows = []
+    for Tk in Tm:
+        q = ctx.convert(sum(Tk[n, n] for n in range(M))) / M
+        Q = np.array([[q if i == j else ctx.convert(0) for j in range(K)] for i in range(K)],
+                     dtype=object)
+        rows.append([ctx.convert(0)] * (K * M) + list(Q[iu]))
+    return np.array(rows, dtype=object)
 
 
 def _snap(x, scale, digits):

@@ -347,7 +347,10 @@ def asymptotic_numeric_result(spec, sec) -> dict:
     dps = sec["dps"]
     digits = _digits_of(dps)
     try:
-        r = asymptotic_numeric(problem, y0, perm, dps=dps, digits=digits)
+        # Newton from the end of the integrated trajectory, the state nearest the fixed point
+        # (from alpha0 it may not converge: still near a plateau, or far along a slow mode)
+        r = asymptotic_numeric(problem, np.asarray(states[-1], dtype=float), perm, dps=dps,
+                               digits=digits, alpha_ode=float(([alpha0] + after)[-1]))
     except (Refused, NotVerified) as e:
         raise ValueError(f"{spec.path}: no asymptotic linearisation: {e}") from None
     lin = NumericLinearisation(problem, r)
