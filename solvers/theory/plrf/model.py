@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 
 @dataclass(frozen=True)
@@ -78,19 +79,23 @@ class Modes:
     p_star: float
 
 
-def modes(pb: Problem, W: np.ndarray) -> Modes:
+def modes(pb: Problem, W: np.ndarray, threads: int | None = 1) -> Modes:
+    """``threads``: BLAS threads for forming and diagonalising K̂ (one by default: on a shared
+    machine oversubscribed BLAS threads cost 5-10×; None leaves the library's choice)."""
     sig, b = pb.sigma(), pb.target()
-    K = (W * sig[:, None]).T @ W
-    lam, U = np.linalg.eigh(K)
+    with threadpool_limits(threads, user_api="blas"):
+        K = (W * sig[:, None]).T @ W
+        lam, U = np.linalg.eigh(K)
     h = U.T @ (W.T @ (sig * b))
     keep = lam > lam[-1] * pb.d * np.finfo(float).eps * 4
     lam, h, U = lam[keep], h[keep], U[:, keep]
     coef = h / lam
     # P* straight from the residual of the best θ: Σσb² − Σw would cancel to a few digits
-    resid = W @ (U @ coef) - b
+    with threadpool_limits(threads, user_api="blas"):
+        resid = W @ (U @ coef) - b
     p_star = 0.5 * float(np.sum(sig * resid ** 2))
     return Modes(lam=lam, w=h * coef, p_star=p_star)
 
 
-def draw(pb: Problem, seed: int) -> Modes:
-    return modes(pb, features(pb, seed))
+def draw(pb: Problem, seed: int, threads: int | None = 1) -> Modes:
+    return modes(pb, features(pb, seed), threads)

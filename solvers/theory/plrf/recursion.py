@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels
+
 EPS = np.finfo(float).eps
 
 
@@ -142,39 +144,7 @@ def _merge_equal(e, z, dS):
     return e[new], np.bincount(groups, z), np.bincount(groups, dS)
 
 
-def _roots(e, z, chunk_elems: int = 2 ** 22):
-    """Roots ν_k ∈ (e_{k−1}, e_k) of Σ z_i/(e_i − ν) = 1 (e_0 := 0), as origin + t with the
-    origin at the nearer end; returns (origin, t)."""
-    m = e.size
-    left = np.concatenate([[0.0], e[:-1]])
-    right = e
-    origin = np.empty(m)
-    t = np.empty(m)
-    step = max(1, chunk_elems // m)
-    for lo in range(0, m, step):
-        sl = slice(lo, min(m, lo + step))
-        L, R = left[sl], right[sl]
-        half = 0.5 * (R - L)
-        g_mid = 1.0 - np.sum(z[:, None] / ((e[:, None] - L[None, :]) - half[None, :]), axis=0)
-        use_left = g_mid < 0               # g falls through each gap: the root is left of mid
-        org = np.where(use_left, L, R)
-        a = np.where(use_left, 0.0, -half)
-        b = np.where(use_left, half, 0.0)
-        delta = e[:, None] - org[None, :]
-        for _ in range(200):
-            mid = 0.5 * (a + b)
-            g = 1.0 - np.sum(z[:, None] / (delta - mid[None, :]), axis=0)
-            below = g > 0
-            a = np.where(below, mid, a)
-            b = np.where(below, b, mid)
-            if np.all((b - a) <= 2 * EPS * np.maximum(np.abs(a), np.abs(b))):
-                break
-        origin[sl] = org
-        t[sl] = 0.5 * (a + b)
-    return origin, t
-
-
-def solve(sp: Spectrum, gamma: float, batch: int, chunk_elems: int = 2 ** 22) -> Solution:
+def solve(sp: Spectrum, gamma: float, batch: int) -> Solution:
     """The recursion in closed form (stability is checked first)."""
     norm = check_stable(sp, gamma, batch)
     p_inf = sp.p_star / (1.0 - norm)
@@ -183,15 +153,9 @@ def solve(sp: Spectrum, gamma: float, batch: int, chunk_elems: int = 2 ** 22) ->
     coupled = z > 0
     dS = sp.w - 2.0 * z * p_inf / e
     ec, zc, dc = _merge_equal(e[coupled], z[coupled], dS[coupled])
-    origin, t = _roots(ec, zc, chunk_elems)
+    origin, t = kernels.secular_roots(ec, zc)
+    A = kernels.amplitudes(ec, zc, dc, origin, t)
     m = ec.size
-    A = np.empty(m)
-    step = max(1, chunk_elems // max(m, 1))
-    for lo in range(0, m, step):
-        sl = slice(lo, min(m, lo + step))
-        diff = (ec[:, None] - origin[None, sl]) - t[None, sl]
-        A[sl] = 0.5 * np.sum(dc[:, None] / diff, axis=0) / np.sum(zc[:, None] / diff ** 2,
-                                                                  axis=0)
     nu = origin + t
     if m and not (np.all(nu > 0) and np.all(np.isfinite(A))):
         raise Unstable("the closed form lost the spectrum's smallest rate (1 - mu <= 0): the "
