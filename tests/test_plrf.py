@@ -15,6 +15,8 @@ import pytest
 from solvers.theory.plrf.model import Problem, draw
 from solvers.theory.plrf import recursion as R
 
+pytestmark = [pytest.mark.second_basis]
+
 
 def _spectrum(alpha, beta, v, d, seed=0):
     m = draw(Problem(alpha, beta, v, d), seed)

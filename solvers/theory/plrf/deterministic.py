@@ -39,6 +39,10 @@ class DEError(ValueError):
     pass
 
 
+class _TailDiverges(Exception):
+    """|s|σ_{J+1} too large for the v = inf tail series: take more terms explicitly."""
+
+
 def _scaled_zeta(p: float, step: float, q: int) -> np.ndarray:
     """ζ(p + n·step, q)·q^(n·step), n = 0..N_SERIES+1 (mpmath: the unscaled values underflow)."""
     import mpmath
@@ -80,8 +84,7 @@ class _Sums:
         if self.tail:
             worst = float(np.max(np.abs(u))) * self.sig_next
             if worst > MAX_RATIO:
-                raise DEError(f"the v = inf tail series does not converge here (|s|·σ_J+1 = "
-                              f"{worst:.3g}); raise the explicit cut-off")
+                raise _TailDiverges(worst)
 
     def total(self, which: str) -> float:
         w = {"sig": self.sig, "sb": self.sig * self.b2}[which]
@@ -126,7 +129,8 @@ class _Sums:
 def _cutoff(pb: Problem) -> int:
     if pb.v != math.inf:
         return int(pb.v)
-    return 4 * pb.d
+    # the tail series runs in powers of |s|σ_{J+1} ≲ c₀σ_{J+1} ≈ κ(d/J)^(2α) (checked)
+    return 2 * pb.d
 
 
 def c0_root(sums: _Sums) -> float:
@@ -134,11 +138,12 @@ def c0_root(sums: _Sums) -> float:
     if sums.pb.v != math.inf and sums.pb.v <= d:
         raise DEError(f"the deterministic route needs v > d (v = {sums.pb.v}, d = {d}): with "
                       f"v <= d every direction is reachable and K has zero eigenvalues")
-    # explicit part alone: a root exists (J > d) and bounds c₀ from above
+    # the count (1/d)Σ cσ/(1+cσ) grows from 0 to v/d > 1; bracket its crossing of 1 (for
+    # v = inf only where the tail series converges)
     hi = 1.0
-    while float(np.sum(hi * sums.sig / (1 + hi * sums.sig))) / d < 1.0:
+    while sums.counting(hi) < 1.0:
         hi *= 1.25
-    sums.check_ratio(np.array([hi]))
+        sums.check_ratio(np.array([hi]))
     return brentq(lambda c: sums.counting(c) - 1.0, hi * 1e-12, hi, xtol=1e-300, rtol=1e-15,
                   maxiter=500)
 
@@ -170,6 +175,7 @@ def lower_edge(sums: _Sums, c0: float) -> float:
     hi = 2.0 * c0
     while slope(hi) > 0:
         hi *= 2.0
+        sums.check_ratio(np.array([hi]))
     s_e = brentq(slope, c0, hi, rtol=1e-12)
     f0, _ = kernels.resolvent(complex(s_e), sums.sig, 1.0 / sums.pb.d, *sums.tails())
     return -1.0 / s_e + f0.real
@@ -193,18 +199,28 @@ def grid(pb: Problem, edge: float, sig_total: float, per_decade: int = 250,
 @lru_cache(maxsize=16)
 def _stieltjes_on_grid(alpha: float, v, d: int, per_decade: int, per_decade_top: int):
     """c₀ and s on the cells (independent of β and of the step: shared by a whole ladder)."""
-    sums = _Sums(Problem(alpha, 1.0, v, d), _cutoff(Problem(alpha, 1.0, v, d)))
-    c0 = c0_root(sums)
-    edges = grid(sums.pb, lower_edge(sums, c0), sums.total("sig"), per_decade, per_decade_top)
-    x = 0.5 * (edges[1:] + edges[:-1])
+    pb = Problem(alpha, 1.0, v, d)
+    J = _cutoff(pb)
+    while True:
+        sums = _Sums(pb, J)
+        try:
+            c0 = c0_root(sums)
+            edges = grid(pb, lower_edge(sums, c0), sums.total("sig"), per_decade,
+                         per_decade_top)
+            x = 0.5 * (edges[1:] + edges[:-1])
+            s, resid = _solve_s(sums, x)
+            worst = float(np.max(resid))
+            if not worst < 1e-8:
+                raise DEError(f"the deterministic equivalent did not converge (relative "
+                              f"residual {worst:.2g} at x = {x[int(np.argmax(resid))]:.3g})")
+            sums.check_ratio(s)
+            break
+        except _TailDiverges:
+            if J >= 64 * d:
+                raise DEError(f"the v = inf tail series does not converge even beyond j = "
+                              f"{J}") from None
+            J *= 2            # more terms explicitly, a smaller ratio for the series
     dx = np.diff(edges)
-    s, resid = _solve_s(sums, x)
-    if sums.tail:
-        sums.check_ratio(s)
-    worst = float(np.max(resid))
-    if not worst < 1e-8:
-        raise DEError(f"the deterministic equivalent did not converge (relative residual "
-                      f"{worst:.2g} at x = {x[int(np.argmax(resid))]:.3g})")
     for arr in (x, dx, s):
         arr.flags.writeable = False
     return c0, x, dx, s, worst

@@ -8,6 +8,9 @@ import numpy as np
 from numba import njit
 
 _EPS = 2.220446049250313e-16
+# relative residual |s·f(s)| accepted for the Stieltjes root: the sum over v ~ 10⁴-10⁵ terms
+# rounds at ~1e-13, and the caller refuses anything above 1e-8
+TOL = 1e-11
 
 
 @njit(cache=True, nogil=True)
@@ -24,7 +27,8 @@ def _secular(e, z, origin, t):
 @njit(cache=True, nogil=True)
 def secular_roots(e, z):
     """Roots of Σ z_i/(e_i − ν) = 1 in (e_{k−1}, e_k) (e_{−1} := 0), e ascending: ν = origin + t
-    with the origin at the nearer end of the gap (bisection, then safeguarded Newton)."""
+    with the origin at the nearer end of the gap (Newton on t·g(t), kept inside the bracket by
+    bisection)."""
     m = e.size
     origin = np.empty(m)
     tt = np.empty(m)
@@ -44,7 +48,10 @@ def secular_roots(e, z):
                 a = t
             else:
                 b = t
-            new = t - g / dg if dg != 0.0 else 0.5 * (a + b)
+            # Newton on h(t) = t·g(t): the pole at the origin cancels, h is smooth across
+            # the root and the iteration converges in a few steps
+            dh = g + t * dg
+            new = t - t * g / dh if dh != 0.0 else 0.5 * (a + b)
             if not (a < new < b):
                 new = 0.5 * (a + b)
             done = abs(new - t) <= 2.0 * _EPS * abs(new) or \
@@ -105,39 +112,73 @@ def resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next):
 
 
 @njit(cache=True, nogil=True)
+def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
+    """Newton on f(s) = 1/s + z − (1/d)Σσ/(1+σs) = 0 in the upper half plane; returns s and
+    whether the relative residual |s·f(s)| fell to tol.  A step that leaves Im s > 0 is halved;
+    if that does not help (in a spectral gap Im s is at the rounding level of Re s) the real
+    part is kept and Im s shrinks by 10 instead."""
+    for it in range(steps + 1):
+        f0, f1 = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
+        f = 1.0 / s + zc - f0
+        if abs(f * s) <= tol:
+            return s, True
+        if it == steps:
+            break
+        df = -1.0 / (s * s) + f1
+        step = f / df
+        new = s - step
+        h = 0
+        while not (new.imag > 0.0) and h < 30:
+            step *= 0.5
+            new = s - step
+            h += 1
+        if not (new.imag > 0.0):
+            new = (s - f / df).real + 0.1j * s.imag
+        s = new
+    return s, False
+
+
+@njit(cache=True, nogil=True)
 def stieltjes(x, eta_end, stages, final_steps, sig, inv_d, tail_sig, tail_sig2, sig_next):
-    """s(x(1 + i η_end)) solving 1/s = −z + (1/d)Σσ/(1+σs), by continuation in Im z from 10
-    down (two Newton steps per stage, step halving keeps Im s > 0); returns s and the relative
-    residual |s·f(s)|."""
+    """s(x(1 + i η_end)) solving 1/s = −z + (1/d)Σσ/(1+σs) for ascending x.  From the top
+    down, each point starts Newton from its upper neighbour's root (the root with Im s > 0 is
+    unique for Im z > 0, so converging there is converging to it); a point where that does not
+    converge in 8 steps — and the first point — is found by continuation in Im z from 10 down
+    (two Newton steps per stage).  Returns s and the relative residual |s·f(s)|."""
     n = x.size
     out = np.empty(n, dtype=np.complex128)
     res = np.empty(n)
-    for p in range(n):
-        s = -1.0 / (x[p] + 10.0j)
-        for k in range(stages + 1):
-            if k < stages:
-                im = 10.0 * (eta_end * x[p] / 10.0) ** ((k + 1) / stages)
-                steps = 2
-            else:
-                im = eta_end * x[p]
-                steps = final_steps
-            zc = x[p] + 1j * im
-            for _ in range(steps):
-                f0, f1 = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
-                f = 1.0 / s + zc - f0
-                df = -1.0 / (s * s) + f1
-                step = f / df
-                new = s - step
-                h = 0
-                while not (new.imag > 0.0) and h < 60:
-                    step *= 0.5
-                    new = s - step
-                    h += 1
-                if new.imag > 0.0:
-                    s = new
-                if k == stages and abs(step) <= 1e-13 * abs(s):
-                    break
+    have = False
+    s_prev = 0.0j
+    for p in range(n - 1, -1, -1):
+        zc = x[p] * (1.0 + 1j * eta_end)
+        ok = False
+        if have:
+            s, ok = _newton(s_prev, zc, 8, TOL, sig, inv_d, tail_sig, tail_sig2, sig_next)
+        if have and not ok:
+            # crossing the edge of an isolated eigenvalue: a short continuation in Im z from
+            # the neighbour's root usually lands; the full one from Im z = 10 is the last resort
+            s = s_prev
+            for k in range(8):
+                im = x[p] * (0.1 * (eta_end / 0.1) ** ((k + 1) / 8))
+                s, _ = _newton(s, x[p] + 1j * im, 3, 0.0, sig, inv_d, tail_sig, tail_sig2,
+                               sig_next)
+            s, ok = _newton(s, zc, final_steps, TOL, sig, inv_d, tail_sig, tail_sig2,
+                            sig_next)
+        tries = 0
+        while not ok and tries < 3:          # 24, 96, 384 stages
+            n_st = stages * 4 ** tries
+            s = -1.0 / (x[p] + 10.0j)
+            for k in range(n_st):
+                im = 10.0 * (eta_end * x[p] / 10.0) ** ((k + 1) / n_st)
+                s, _ = _newton(s, x[p] + 1j * im, 2, 0.0, sig, inv_d, tail_sig, tail_sig2,
+                               sig_next)
+            s, ok = _newton(s, zc, final_steps, TOL, sig, inv_d, tail_sig, tail_sig2,
+                            sig_next)
+            tries += 1
         f0, _ = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
         out[p] = s
-        res[p] = abs((1.0 / s + (x[p] + 1j * eta_end * x[p]) - f0) * s)
+        res[p] = abs((1.0 / s + zc - f0) * s)
+        s_prev = s
+        have = True
     return out, res
