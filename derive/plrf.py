@@ -104,20 +104,24 @@ ALPHA_IV = 1 - 1 / sp.sqrt(2)
 
 
 def phase_of(a, b) -> str | None:
-    """The phase of exact (or float) α, β; None below the line α + β = ½ (no scaling law) and on
-    a boundary."""
-    a, b = sp.nsimplify(a), sp.nsimplify(b)
-    if a + b <= sp.Rational(1, 2):
+    """The phase of α, β (SymPy numbers are compared exactly, Python numbers as floats); None
+    below the line α + β = ½ (no scaling law) and on a boundary."""
+    if isinstance(a, sp.Basic) or isinstance(b, sp.Basic):
+        a, b = sp.sympify(a), sp.sympify(b)
+        half, quarter, iv = sp.Rational(1, 2), sp.Rational(1, 4), ALPHA_IV
+    else:
+        a, b = float(a), float(b)
+        half, quarter, iv = 0.5, 0.25, float(ALPHA_IV)
+    if a + b <= half:
         return None
-    half = sp.Rational(1, 2)
-    if a == half or b == half or a == sp.Rational(1, 4) or a == b or a == ALPHA_IV:
+    if a == half or b == half or a == quarter or a == b or a == iv:
         return None
     if a > half:
         if b < half:
             return "Ia"
         return "II" if b < a else "III"
     if b < half:
-        return "Ib" if a > sp.Rational(1, 4) else None     # α < ¼, β < ½: no phase stated
-    if a < sp.Rational(1, 4):
+        return "Ib" if a > quarter else None     # α < ¼, β < ½: no phase stated
+    if a < quarter:
         return "Ic"
-    return "IVa" if a < ALPHA_IV else "IVb"
+    return "IVa" if bool(a < iv) else "IVb"

@@ -67,3 +67,4 @@ def test_eta_continuous_across_boundaries(left, right, boundary):
     (0.27, 0.8, "IVa"), (0.4, 0.7, "IVb"), (0.3, 0.1, None), (0.5, 0.7, None)])
 def test_phase_of(alpha, beta, phase):
     assert D.phase_of(alpha, beta) == phase
+    assert D.phase_of(sp.nsimplify(alpha), sp.nsimplify(beta)) == phase     # exact route
