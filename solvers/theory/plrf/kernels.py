@@ -118,6 +118,8 @@ def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
     if that does not help (in a spectral gap Im s is at the rounding level of Re s) the real
     part is kept and Im s shrinks by 10 instead."""
     for it in range(steps + 1):
+        if not (s.imag > 0.0 and abs(s) < 1e300):
+            return s, False                   # lost: the caller's continuation starts afresh
         f0, f1 = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
         f = 1.0 / s + zc - f0
         if abs(f * s) <= tol:
@@ -125,6 +127,8 @@ def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
         if it == steps:
             break
         df = -1.0 / (s * s) + f1
+        if df == 0.0:
+            return s, False
         step = f / df
         new = s - step
         h = 0
@@ -176,9 +180,12 @@ def stieltjes(x, eta_end, stages, final_steps, sig, inv_d, tail_sig, tail_sig2, 
             s, ok = _newton(s, zc, final_steps, TOL, sig, inv_d, tail_sig, tail_sig2,
                             sig_next)
             tries += 1
-        f0, _ = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
+        if s.imag > 0.0 and abs(s) < 1e300:
+            f0, _ = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
+            res[p] = abs((1.0 / s + zc - f0) * s)
+        else:
+            res[p] = np.inf                   # not found: the caller refuses the grid
         out[p] = s
-        res[p] = abs((1.0 / s + zc - f0) * s)
         s_prev = s
         have = True
     return out, res
