@@ -113,3 +113,14 @@ n_f = 40
         assert key in res
     assert res["predicted"]["phase"] == "II"
     assert 50 <= min(res["d_star"]) and max(res["d_star"]) <= 141
+
+
+def test_simulate_twice_in_one_process(tmp_path, capsys):
+    """The API's simulate stays callable after its SGD module was imported (a submodule of the
+    same name once replaced the function on the package)."""
+    import solvers.theory.plrf as T
+    import solvers.theory.plrf.sgd  # noqa: F401
+    pb = T.Problem(1.0, 0.7, 60, 20, 1, 0.2)
+    for _ in range(2):
+        assert callable(T.simulate)
+        assert len(T.simulate(pb, [1, 2], runs=8)["sim"]["loss"]) == 2

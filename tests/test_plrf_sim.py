@@ -17,7 +17,7 @@ import pytest
 
 from solvers.theory.plrf import recursion as R
 from solvers.theory.plrf.model import Problem, features, modes
-from solvers.theory.plrf.simulate import mean_curve
+from solvers.theory.plrf.sgd import mean_curve
 
 pytestmark = [pytest.mark.simulation]
 

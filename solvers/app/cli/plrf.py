@@ -31,29 +31,42 @@ from solvers.app.spec import (REQUIRED, SpecError, check, convert, parse_section
 
 VERBS = ("curve", "frontier", "simulate")
 MAX_LADDER = 40
-_any = (lambda v, label: v)
+
+
+def _passed(toml_type: str):
+    """A converter that keeps the raw value (checked with the other keys in load_document);
+    ``toml_type`` is what the reference page says it accepts."""
+    def convert(v, label):
+        return v
+    convert.toml_type = toml_type
+    return convert
 
 PLRF_SCHEMA = {
-    "alpha": (convert.float, REQUIRED, check.gt(0)),
-    "beta": (convert.float, REQUIRED, None),
-    "v": (_any, None, None),
-    "v_over_d": (convert.float, None, check.gt(1)),
-    "d": (_any, REQUIRED, None),
+    "alpha": (convert.float, REQUIRED, check.gt(0)),           # σ_j = j^(−2α)
+    "beta": (convert.float, REQUIRED, None),                  # b_j = j^(−β); α + β > 1/2
+    # input dimension; "inf" needs 2α > 1 and the deterministic route; or v_over_d instead
+    "v": (_passed('integer or "inf"'), None, None),
+    "v_over_d": (convert.float, None, check.gt(1)),           # v = round(v_over_d · d)
+    # features; frontier: a list of >= 3 sizes (the ladder)
+    "d": (_passed("integer (frontier: list of integers)"), REQUIRED, None),
     "batch": (convert.int, 1, check.all(check.ge(1), check.rule(lambda v: v <= 10 ** 6,
                                                                 "must be <= 1000000"))),
-    "gamma": (_any, REQUIRED, None),
+    # the step on the summed batch gradient, or "auto" = 0.5/Σ_{j≤v} σ_j
+    "gamma": (_passed('number > 0 or "auto"'), REQUIRED, None),
     "route": (convert.str, "exact", check.one_of("exact", "deterministic")),
-    "seed": (convert.int, 0, check.ge(0)),
+    "seed": (convert.int, 0, check.ge(0)),                    # the draw of W
+    # the r to report; or r_max with n_points (log-spaced in 1..r_max)
     "steps": (convert.list_of(convert.int, "list of integers"), None,
               check.all(check.each(check.ge(0)), check.increasing)),
     "r_max": (convert.int, None, check.ge(1)),
     "n_points": (convert.int, None, check.all(check.ge(2), check.rule(
         lambda v: v <= 100_000, "must be <= 100000"))),
-    "f_min": (convert.float, 1e3, check.gt(0)),
+    "f_min": (convert.float, 1e3, check.gt(0)),               # frontier: compute f = B·d·r
     "f_max": (convert.float, 1e12, check.gt(0)),
     "n_f": (convert.int, 109, check.all(check.ge(3), check.rule(lambda v: v <= 10_000,
                                                                "must be <= 10000"))),
-    "noise": (convert.bool, True, None),
+    "noise": (convert.bool, True, None),                      # frontier: false drops SGD noise
+    # simulate: runs, their seed, x in R^v ("full") or (Wᵀx, bᵀx) from their joint law
     "runs": (convert.int, 400, check.all(check.ge(2), check.rule(lambda v: v <= 10 ** 6,
                                                                 "must be <= 1000000"))),
     "sim_seed": (convert.int, 1, check.ge(0)),

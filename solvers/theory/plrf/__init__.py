@@ -122,7 +122,7 @@ def simulate(pb: Problem, r, runs: int = 400, seed: int = 0, sim_seed: int = 1,
              inputs: str = "full") -> dict:
     """Seeded one-pass SGD on one draw of W (``seed``) next to the exact expected loss of that
     draw: mean and standard error over ``runs`` runs at the integers r."""
-    from .simulate import mean_curve
+    from .sgd import mean_curve
     t0 = time.perf_counter()
     r = sorted({int(x) for x in r})
     if not r or r[0] < 0:
