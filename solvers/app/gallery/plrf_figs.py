@@ -34,20 +34,31 @@ def p1_compute(p, piece):
     return out
 
 
-def p1_plot(d, p, out, small):
+def _p1_panel(ax, r, p, B, g):
+    ax.loglog(r["r"], r["exact"], "C0-", label="exact recursion, one W (closed form)")
+    ax.loglog(r["r"], r["de"], "C1--", lw=1.0, label="deterministic equivalent")
+    ax.errorbar(p["r_sim"], r["sim"], yerr=r["sem"], fmt="ko", ms=3,
+                label=f"SGD on the same W, {p['runs']} runs")
+    ax.axhline(r["p_inf"], color="0.5", lw=0.8, ls=":", label="plateau P*/(1 − ‖K‖)")
+    ax.set(xlabel="r (steps)", ylabel="E P(θ_r)",
+           title=f"α = 1, β = 0.7, v = 200, d = 50, B = {B}, γ = {g:g}")
+
+
+def _figure(n, fill, path, small):
+    """n panels filled by ``fill(axes)``, each with its legend, saved at ``path``."""
     with style() as plt:
-        fig, axes = panels(plt, len(p["settings"]))
-        for ax, (B, g) in zip(axes, p["settings"]):
-            r = d[f"{B}-{g}"]
-            ax.loglog(r["r"], r["exact"], "C0-", label="exact recursion, one W (closed form)")
-            ax.loglog(r["r"], r["de"], "C1--", lw=1.0, label="deterministic equivalent")
-            ax.errorbar(p["r_sim"], r["sim"], yerr=r["sem"], fmt="ko", ms=3,
-                        label=f"SGD on the same W, {p['runs']} runs")
-            ax.axhline(r["p_inf"], color="0.5", lw=0.8, ls=":", label="plateau P*/(1 − ‖K‖)")
-            ax.set(xlabel="r (steps)", ylabel="E P(θ_r)",
-                   title=f"α = 1, β = 0.7, v = 200, d = 50, B = {B}, γ = {g:g}")
+        fig, axes = panels(plt, n)
+        fill(axes)
+        for ax in axes:
             ax.legend()
-        return [save(fig, out / "figP1.png", small=small)]
+        return [save(fig, path, small=small)]
+
+
+def p1_plot(d, p, out, small):
+    def fill(axes):
+        for ax, (B, g) in zip(axes, p["settings"]):
+            _p1_panel(ax, d[f"{B}-{g}"], p, B, g)
+    return _figure(len(p["settings"]), fill, out / "figP1.png", small)
 
 
 def p1_checks(d, p):
@@ -145,8 +156,7 @@ def p3_compute(p, piece):
 
 
 def p3_plot(d, p, out, small):
-    with style() as plt:
-        fig, axes = panels(plt, 2)
+    def fill(axes):
         for j, (a, b) in enumerate(p["points"]):
             r = d[f"{a}-{b}"]
             f = np.array(r["f"])
@@ -158,11 +168,10 @@ def p3_plot(d, p, out, small):
                                  f"{r['predicted']['xi']:.3f})")
             axes[1].loglog(f, r["loss_star"], f"C{j}o", ms=3,
                            label=f"{lab}: η = {r['eta']:.3f} (predicted {r['predicted']['eta']:.3f})")
-        axes[0].set(xlabel="compute f = B d r", ylabel="d*(f)", title=f"optimal size, d = {p['ds'][0]}…{p['ds'][-1]}")
+        axes[0].set(xlabel="compute f = B d r", ylabel="d*(f)",
+                    title=f"optimal size, d = {p['ds'][0]}…{p['ds'][-1]}")
         axes[1].set(xlabel="compute f = B d r", ylabel="loss at d*", title="compute-optimal loss")
-        for ax in axes:
-            ax.legend()
-        return [save(fig, out / "figP3.png", small=small)]
+    return _figure(2, fill, out / "figP3.png", small)
 
 
 def p3_checks(d, p):
