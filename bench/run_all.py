@@ -34,6 +34,7 @@ SCRIPTS = [
     ("bench_kernel.py", True),        # eigenlearning, M = 2e6 modes x 100 P vs a brentq loop
     ("bench_taylor.py", True),        # Taylor integrator vs heyoka and RK7(8), 12-60 digits
     ("bench_onestep.py", False),      # one-step sRF fixed point vs a damped loop (~2 s; no --quick)
+    ("bench_plrf.py", True),          # PLRF loss to r = 1e8: closed form vs a step loop
 ]
 
 

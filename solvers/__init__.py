@@ -1,7 +1,7 @@
 """Numeric layer: integrators, exact solutions, simulators, the command line and the Python API.
 
 ``from solvers import solve, simulate, compare, load_spec`` (and ``linear``, ``plateau``,
-``asymptotic``, ``bayes``, ``kernel``, ``derive``): the command line's computations as
+``asymptotic``, ``bayes``, ``kernel``, ``plrf``, ``derive``): the command line's computations as
 functions of a spec (a dict of the TOML schema, a TOML path or a parsed Spec); see
 :mod:`solvers.api`.  They are loaded on first use, so ``import solvers.core…`` stays light.
 """
@@ -9,7 +9,7 @@ functions of a spec (a dict of the TOML schema, a TOML path or a parsed Spec); s
 __version__ = "0.1.0"
 
 _API = ("load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "bayes",
-        "kernel", "derive", "SpecError", "PrecisionLost", "Result", "SolveResult",
+        "kernel", "plrf", "derive", "SpecError", "PrecisionLost", "Result", "SolveResult",
         "SimulateResult", "CompareResult", "DeriveResult")
 __all__ = ["__version__", *_API]
 

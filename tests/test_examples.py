@@ -59,7 +59,8 @@ def test_every_example_has_a_run_line():
     for command in (("solve",), ("simulate",), ("linear", "curve"), ("linear", "window"),
                     ("linear", "feature-scaling"), ("plateau",), ("asymptotic",), ("sweep",),
                     ("bayes",), ("bayes", "transitions"), ("bayes", "limit"), ("kernel",),
-                    ("kernel-mc",), ("compare",), ("onestep",), ("onestep-sim",)):
+                    ("kernel-mc",), ("compare",), ("onestep",), ("onestep-sim",), ("plrf", "curve"),
+                    ("plrf", "frontier"), ("plrf", "simulate")):
         assert command in names, f"no example runs `scaling-odes {' '.join(command)}`"
     # a subcommand added later needs an example too (the housekeeping ones write files only)
     from solvers.app.cli.main import build_parser

@@ -47,6 +47,8 @@ SECTIONS = [
      "`kernel`, `kernel-mc` (the toolkit's L-level spectrum instead of `a` / `eigenvalues`)"),
     ("onestep", "solvers.app.cli.onestep", "ONESTEP_SCHEMA", None, "`onestep`, `onestep-sim`"),
     ("sim", "solvers.app.cli.onestep", "SIM_SCHEMA", None, "`onestep-sim`"),
+    ("plrf", "solvers.app.cli.plrf", "PLRF_SCHEMA", None,
+     "`plrf curve`, `plrf frontier`, `plrf simulate`"),
 ]
 
 
@@ -71,6 +73,8 @@ def describe_type(conv) -> str:
         return 'table {kind = "constant" | "power" | "steps", ...}'
     if conv in names:
         return names[conv]
+    if hasattr(conv, "toml_type"):          # a converter that states its own TOML type
+        return conv.toml_type
     nl = _nonlocals(conv)
     if "expected" in nl and "conv" in nl:
         return str(nl["expected"])

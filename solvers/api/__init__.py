@@ -18,6 +18,7 @@ function           subcommand                                 returns
 ``asymptotic``     ``scaling-odes asymptotic``                the JSON dict
 ``bayes``          ``scaling-odes bayes [transitions|limit]`` the JSON dict
 ``kernel``         ``scaling-odes kernel`` / ``kernel-mc``    the JSON dict
+``plrf``           ``scaling-odes plrf curve|frontier|…``     the JSON dict
 ``derive``         ``scaling-odes derive``                    :class:`DeriveResult`
 =================  =========================================  ===============================
 
@@ -55,8 +56,8 @@ from solvers.api.inputs import SpecError
 from solvers.api.results import (CompareResult, DeriveResult, Result, SimulateResult,
                                  SolveResult)
 from solvers.api.run import (asymptotic, bayes, compare, derive, kernel, linear, load_spec,
-                             plateau, simulate, solve)
+                             plateau, plrf, simulate, solve)
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
-           "bayes", "kernel", "derive", "SpecError", "Result", "SolveResult",
+           "bayes", "kernel", "plrf", "derive", "SpecError", "Result", "SolveResult",
            "SimulateResult", "CompareResult", "DeriveResult"]

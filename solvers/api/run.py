@@ -13,7 +13,7 @@ from solvers.api.inputs import SpecError, as_spec, user_errors
 from solvers.api.results import CompareResult, DeriveResult, SimulateResult, SolveResult
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
-           "bayes", "kernel", "derive"]
+           "bayes", "kernel", "plrf", "derive"]
 
 
 def load_spec(spec, sections: str = "any"):
@@ -275,6 +275,30 @@ def kernel(spec, mc: bool = False) -> dict:
                             trials=mcsec["trials"], seed=mcsec["seed"])
             res["mc"] = {"mean": out["mean"], "sem": out["sem"]}
         return res
+
+
+def plrf(spec, what: str = "curve") -> dict:
+    """``scaling-odes plrf curve|frontier|simulate``: power-law random features under one-pass
+    SGD (a dict with a ``[plrf]`` table, or a TOML path; see :mod:`solvers.app.cli.plrf`).
+
+    Examples
+    --------
+    >>> from solvers import plrf
+    >>> out = plrf({"plrf": {"alpha": 1.0, "beta": 0.7, "v": 200, "d": 50, "gamma": 0.3,
+    ...                      "steps": [0, 10, 1000]}})
+    >>> out["r"], out["loss"][2] < out["loss"][1] < out["loss"][0]
+    ([0, 10, 1000], True)
+    """
+    from solvers.app.cli import plrf as cli
+    if what not in cli.VERBS:
+        raise ValueError(f"what = {what!r} must be one of {', '.join(cli.VERBS)}")
+    doc, name = _document(spec)
+    with user_errors():
+        kw = cli.load_document(doc, name, what)
+        try:
+            return cli.run(kw, what)
+        except cli.CliError as exc:
+            raise SpecError(str(exc)) from None
 
 
 def derive(spec, *, closed: bool = False, write: bool = False) -> DeriveResult:

@@ -17,6 +17,7 @@ from solvers.app.cli import kernel as cli_kernel
 from solvers.app.cli import linear as cli_linear
 from solvers.app.cli import onestep as cli_onestep
 from solvers.app.cli import plateau as cli_plateau
+from solvers.app.cli import plrf as cli_plrf
 from solvers.app.cli import simulate as cli_simulate
 from solvers.app.cli.common import CliError, check_outputs, emit
 
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
     for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures,
-                   cli_onestep, cli_derive):
+                   cli_onestep, cli_plrf, cli_derive):
         module.register(sub)
     cli_compare.register(sub)
     return p

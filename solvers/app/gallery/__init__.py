@@ -22,10 +22,12 @@ def _order(n):
 
 def all_figures() -> dict:
     """The paper's Figures 1-20, then the companion theories' figures (B = Bayes-optimal, K = kernel,
-    O = one step, F = the committee-machine family)."""
-    from . import linear_figs, erf_figs, feature_figs, sim_figs, companion_figs, onestep_figs, family_figs
+    O = one step, F = the committee-machine family, P = power-law random features)."""
+    from . import (linear_figs, erf_figs, feature_figs, sim_figs, companion_figs, onestep_figs, family_figs,
+                   plrf_figs)
     figs = {}
-    for mod in (linear_figs, erf_figs, feature_figs, sim_figs, companion_figs, onestep_figs, family_figs):
+    for mod in (linear_figs, erf_figs, feature_figs, sim_figs, companion_figs, onestep_figs, family_figs,
+                plrf_figs):
         for f in mod.FIGURES:
             figs[f.number] = f
     return dict(sorted(figs.items(), key=lambda kv: _order(kv[0])))

@@ -1,0 +1,242 @@
+"""The deterministic equivalent of the Hessian's spectrum at large v, d (v = ∞ where 2α > 1).
+
+K̂ = WᵀDW = Σ_j (σ_j/d) g_j g_jᵀ with g_j ~ N(0, I_d).  Its normalised resolvent trace
+s(z) = (1/d) tr(K̂ − z)⁻¹ concentrates on the root (Im s > 0 for Im z > 0) of
+
+    1/s = −z + (1/d) Σ_j σ_j/(1 + σ_j s),
+
+and the forcing G(z) = ⟨D^{1/2}b, (K̂_v − z)⁻¹ D^{1/2}b⟩ on −(1/z) Σ_j σ_j b_j²/(1 + σ_j s).
+The eigenvalue density is n(x) = (d/π) Im s(x + i0) (d eigenvalues).  The forcing has an atom at
+λ = 0 — the part of the target no feature reaches — of mass w₀ = Σ σ_j b_j²/(1 + c₀σ_j), with
+c₀ = s(0) the root of (1/d) Σ c₀σ_j/(1 + c₀σ_j) = 1 (it needs v > d), so P* = w₀/2; the rest
+of G is (s − c₀)/z · Σ σ_j² b_j²/((1 + σ_j s)(1 + σ_j c₀)), whose (1/π) Im is the forcing
+density.  Cells of a log grid in λ then feed the same recursion as the modes of one W.
+
+s is found at z = x(1 + 10⁻⁷ i) by continuation in Im z (Newton from Im z = 10 down, keeping
+Im s > 0): reading it at a larger relative Im z would smear every isolated top eigenvalue over
+the whole log range.  For v = ∞ the sums beyond j = J are power series in s with Hurwitz-zeta
+coefficients (convergent while |s| σ_{J+1} < 1, which is checked).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from scipy.optimize import brentq
+
+from . import kernels
+from .model import Problem
+from .recursion import Spectrum
+
+N_SERIES = 48            # terms of the tail series (ratio ≤ 0.45 ⇒ < 1e-16)
+MAX_RATIO = 0.45
+EDGE_GAP = 0.02          # the grid's origin sits this fraction below the spectrum's lower edge
+
+
+class DEError(ValueError):
+    pass
+
+
+class _TailDiverges(Exception):
+    """|s|σ_{J+1} too large for the v = inf tail series: take more terms explicitly."""
+
+
+def _scaled_zeta(p: float, step: float, q: int) -> np.ndarray:
+    """ζ(p + n·step, q)·q^(n·step), n = 0..N_SERIES+1 (mpmath: the unscaled values underflow)."""
+    import mpmath
+    with mpmath.workdps(30):
+        return np.array([float(mpmath.zeta(p + n * step, q) * mpmath.mpf(q) ** (n * step))
+                         for n in range(N_SERIES + 2)])
+
+
+@dataclass
+class _Sums:
+    """Σ_j of functions of σ_j = j^(−2α), b_j² = j^(−2β): explicitly to J, then a series."""
+
+    pb: Problem
+    J: int
+
+    def __post_init__(self):
+        pb = self.pb
+        self.sig = pb.sigma(self.J)
+        self.b2 = pb.target(self.J) ** 2
+        self.tail = pb.v == math.inf
+        if self.tail:
+            # Σ_{j>J} j^(−p − 2αn) for the weights σ, σ², σb², σ²b², scaled by σ_{J+1}^(−n) so
+            # that the series run in powers of u·σ_{J+1} (no overflow at large c₀)
+            a2 = 2.0 * pb.alpha
+            self.sig_next = float(self.J + 1) ** (-a2)
+            self.z_sig = _scaled_zeta(a2, a2, self.J + 1)
+            self.z_sig2 = _scaled_zeta(2 * a2, a2, self.J + 1)
+            self.z_sb = _scaled_zeta(a2 + 2 * pb.beta, a2, self.J + 1)
+            self.z_s2b = _scaled_zeta(2 * a2 + 2 * pb.beta, a2, self.J + 1)
+
+    def tails(self):
+        """The series coefficients of (1/d)Σσ/(1+σs), (1/d)Σσ²/(1+σs)² beyond J, and σ_{J+1}."""
+        if not self.tail:
+            return np.zeros(0), np.zeros(0), 0.0
+        return (self.z_sig[:N_SERIES], (np.arange(N_SERIES) + 1) * self.z_sig2[:N_SERIES],
+                self.sig_next)
+
+    def check_ratio(self, u) -> None:
+        if self.tail:
+            worst = float(np.max(np.abs(u))) * self.sig_next
+            if worst > MAX_RATIO:
+                raise _TailDiverges(worst)
+
+    def total(self, which: str) -> float:
+        w = {"sig": self.sig, "sb": self.sig * self.b2}[which]
+        out = float(np.sum(w))
+        if self.tail:
+            out += float({"sig": self.z_sig, "sb": self.z_sb}[which][0])
+        return out
+
+    def counting(self, c: float) -> float:
+        """(1/d) Σ cσ/(1 + cσ) at real c > 0."""
+        out = float(np.sum(c * self.sig / (1.0 + c * self.sig)))
+        if self.tail:
+            n = np.arange(N_SERIES)
+            out += float(np.sum(c * (-c * self.sig_next) ** n * self.z_sig[:N_SERIES]))
+        return out / self.pb.d
+
+    def atom(self, c0: float) -> float:
+        """w₀ = Σ σb²/(1 + c₀σ)."""
+        out = float(np.sum(self.sig * self.b2 / (1.0 + c0 * self.sig)))
+        if self.tail:
+            n = np.arange(N_SERIES)
+            out += float(np.sum((-c0 * self.sig_next) ** n * self.z_sb[:N_SERIES]))
+        return out
+
+    def forcing(self, s, c0: float):
+        """Σ σ²b²/((1 + σs)(1 + σc₀)) at each s."""
+        w = self.sig ** 2 * self.b2 / (1.0 + c0 * self.sig)
+        out = (w[None, :] / (1.0 + self.sig[None, :] * s[:, None])).sum(axis=1)
+        if self.tail:
+            # 1/((1+σs)(1+σc₀)) = Σ_n (−σ)^n h_n,  h_n = Σ_{k≤n} s^k c₀^(n−k)  (scaled by
+            # σ_{J+1}^n like the coefficients)
+            us, uc = s * self.sig_next, c0 * self.sig_next
+            h = np.ones_like(s)
+            acc = np.zeros_like(s)
+            for n in range(N_SERIES):
+                acc = acc + (-1) ** n * h * self.z_s2b[n]
+                h = us * h + uc ** (n + 1)
+            out = out + acc
+        return out
+
+
+def _cutoff(pb: Problem) -> int:
+    if pb.v != math.inf:
+        return int(pb.v)
+    # the tail series runs in powers of |s|σ_{J+1} ≲ c₀σ_{J+1} ≈ κ(d/J)^(2α) (checked)
+    return 2 * pb.d
+
+
+def c0_root(sums: _Sums) -> float:
+    d, J = sums.pb.d, sums.J
+    if sums.pb.v != math.inf and sums.pb.v <= d:
+        raise DEError(f"the deterministic route needs v > d (v = {sums.pb.v}, d = {d}): with "
+                      f"v <= d every direction is reachable and K has zero eigenvalues")
+    # the count (1/d)Σ cσ/(1+cσ) grows from 0 to v/d > 1; bracket its crossing of 1 (for
+    # v = inf only where the tail series converges)
+    hi = 1.0
+    while sums.counting(hi) < 1.0:
+        hi *= 1.25
+        sums.check_ratio(np.array([hi]))
+    return brentq(lambda c: sums.counting(c) - 1.0, hi * 1e-12, hi, xtol=1e-300, rtol=1e-15,
+                  maxiter=500)
+
+
+def _solve_s(sums: _Sums, x: np.ndarray, eta_end: float = 1e-7, stages: int = 24):
+    """s(x(1 + i η_end)) by continuation in Im z; returns s and the final relative residual."""
+    return kernels.stieltjes(x, eta_end, stages, 80, sums.sig, 1.0 / sums.pb.d, *sums.tails())
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """The deterministic spectrum: cells, their totals and the scalars c₀, P*."""
+
+    spectrum: Spectrum
+    c0: float
+    p_star: float
+    eig_total: float          # Σ n_k (→ d)
+    forcing_total: float      # Σ w_k + 2P* (→ Σ σ b²)
+    sigma_b2: float           # Σ σ b²
+    max_residual: float
+
+
+def lower_edge(sums: _Sums, c0: float) -> float:
+    """The bottom of the deterministic spectrum: below it s is real and z(s) = −1/s +
+    (1/d)Σσ/(1+σs) increases from z(c₀) = 0; the edge is its maximum, dz/ds = 0 (s > c₀)."""
+    def slope(s):
+        _, f1 = kernels.resolvent(complex(s), sums.sig, 1.0 / sums.pb.d, *sums.tails())
+        return 1.0 / s ** 2 - f1.real
+    hi = 2.0 * c0
+    while slope(hi) > 0:
+        hi *= 2.0
+        sums.check_ratio(np.array([hi]))
+    s_e = brentq(slope, c0, hi, rtol=1e-12)
+    f0, _ = kernels.resolvent(complex(s_e), sums.sig, 1.0 / sums.pb.d, *sums.tails())
+    return -1.0 / s_e + f0.real
+
+
+def grid(pb: Problem, edge: float, sig_total: float, per_decade: int = 250,
+         per_decade_top: int = 1000):
+    """Cell edges up to 2(1 + Σσ/d), log-spaced in the distance to a point just below the
+    spectrum's lower edge (a far tail of small σ_j shifts the whole bulk up, and its edge then
+    rises over a small fraction of its height), and finer above d^(−α), where the top
+    eigenvalues are isolated bumps of relative width ~ d^(−1/2)."""
+    x0 = edge * (1.0 - EDGE_GAP)
+    lo, hi = edge * EDGE_GAP * 0.5, 2.0 * (1.0 + sig_total / pb.d) - x0
+    iso = min(max(pb.d ** (-pb.alpha) - x0, lo * 10), hi / 10)
+    n1 = max(2, int(math.ceil(per_decade * math.log10(iso / lo))))
+    n2 = max(2, int(math.ceil(max(per_decade_top, per_decade) * math.log10(hi / iso))))
+    return x0 + np.concatenate([np.geomspace(lo, iso, n1 + 1)[:-1],
+                                np.geomspace(iso, hi, n2 + 1)])
+
+
+@lru_cache(maxsize=16)
+def _stieltjes_on_grid(alpha: float, v, d: int, per_decade: int, per_decade_top: int):
+    """c₀ and s on the cells (independent of β and of the step: shared by a whole ladder)."""
+    pb = Problem(alpha, 1.0, v, d)
+    J = _cutoff(pb)
+    while True:
+        sums = _Sums(pb, J)
+        try:
+            c0 = c0_root(sums)
+            edges = grid(pb, lower_edge(sums, c0), sums.total("sig"), per_decade,
+                         per_decade_top)
+            x = 0.5 * (edges[1:] + edges[:-1])
+            s, resid = _solve_s(sums, x)
+            worst = float(np.max(resid))
+            if not worst < 1e-8:
+                raise DEError(f"the deterministic equivalent did not converge (relative "
+                              f"residual {worst:.2g} at x = {x[int(np.argmax(resid))]:.3g})")
+            sums.check_ratio(s)
+            break
+        except _TailDiverges:
+            if J >= 64 * d:
+                raise DEError(f"the v = inf tail series does not converge even beyond j = "
+                              f"{J}") from None
+            J *= 2            # more terms explicitly, a smaller ratio for the series
+    dx = np.diff(edges)
+    for arr in (x, dx, s):
+        arr.flags.writeable = False
+    return c0, x, dx, s, worst
+
+
+def equivalent(pb: Problem, per_decade: int = 250, per_decade_top: int = 1000) -> Equivalent:
+    c0, x, dx, s, worst = _stieltjes_on_grid(pb.alpha, pb.v, pb.d, per_decade, per_decade_top)
+    sums = _Sums(pb, _cutoff(pb))
+    w0 = sums.atom(c0)
+    n = pb.d / math.pi * s.imag * dx
+    g_reg = (s - c0) / x * sums.forcing(s, c0)
+    w = g_reg.imag / math.pi * dx
+    if np.any(w < -1e-12 * np.max(np.abs(w))):
+        raise DEError("the forcing density came out negative: the deterministic equivalent "
+                      "is not resolved on this grid")
+    spec = Spectrum(lam=x, mult=n, w=w, p_star=0.5 * w0)
+    return Equivalent(spectrum=spec, c0=c0, p_star=0.5 * w0, eig_total=float(n.sum()),
+                      forcing_total=float(w.sum()) + w0, sigma_b2=sums.total("sb"),
+                      max_residual=worst)
