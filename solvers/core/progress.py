@@ -51,6 +51,11 @@ ENV = "SCALING_ODES_PROGRESS"
 INTERVAL_ENV = "SCALING_ODES_PROGRESS_INTERVAL"
 
 
+# when the last plain line of any phase was written (time.perf_counter): a heartbeat stays
+# quiet while some display is already saying where the work stands
+_last_plain_line = [0.0]
+
+
 def plain_interval() -> float:
     """Seconds between plain lines at the most (and before the first one): PLAIN_DELAY unless
     ``SCALING_ODES_PROGRESS_INTERVAL`` says otherwise (a test's short run, a terse log)."""
@@ -155,7 +160,7 @@ class Phase:
             except (ValueError, OSError):  # a closed stream: progress is never worth a failure
                 pass
             self._shown = True
-            self._last_line = time.perf_counter()
+            self._last_line = _last_plain_line[0] = time.perf_counter()
 
     def close(self, done: bool = False) -> None:
         if self._closed:
@@ -190,9 +195,41 @@ def _heartbeat(ref, stop: threading.Event, interval: float) -> None:
         if ph is None:
             return
         now = time.perf_counter()
-        if now - ph.started >= ph.owner.delay and now - ph._last_line >= interval:
+        if now - ph.started >= ph.owner.delay and now - _last_plain_line[0] >= interval:
             ph._line(f" after {now - ph.started:.0f} s")
         del ph
+
+
+@contextlib.contextmanager
+def heartbeat(desc: str, stream=None):
+    """Around a whole command: in the plain form, a line ``desc: working, 40 s so far`` whenever
+    no progress line has been written for an interval (set-up, compilation, a computation
+    without a display of its own), so that a log hears from a run at least once per interval.
+    Nothing in a terminal or notebook (their bars say it) or when progress is off, and nothing
+    before the first interval: a short run that fails leaves its one error line alone."""
+    stream = sys.stderr if stream is None else stream
+    if choose_mode(stream) != "plain":
+        yield
+        return
+    interval, started, stop = plain_interval(), time.perf_counter(), threading.Event()
+
+    def beat():
+        while not stop.wait(min(interval, 1.0)):
+            now = time.perf_counter()
+            if now - started >= interval and now - _last_plain_line[0] >= interval:
+                _last_plain_line[0] = now
+                try:
+                    stream.write(f"{desc}: working, {now - started:.0f} s so far\n")
+                    stream.flush()
+                except (ValueError, OSError):
+                    return
+
+    thread = threading.Thread(target=beat, daemon=True, name="progress-heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
 
 
 class Progress:

@@ -108,7 +108,9 @@ def main(argv=None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             check_outputs(args)              # an unwritable -o / --out fails before any work
-            code = args.func(args)
+            from solvers.core.progress import heartbeat
+            with heartbeat(f"scaling-odes {args.command}"):
+                code = args.func(args)
         if caught:
             first = " ".join(str(caught[0].message).split())[:200]
             print(f"scaling-odes: warning: {len(caught)} warning(s) during the run; first: "
