@@ -332,6 +332,10 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
     pending = [t for t in plan.tasks if not plan.done(t)]
     skipped = len(plan.tasks) - len(pending)
     todo = pending if max_cells is None else pending[:max_cells]
+    from solvers.app.sizing import sized, sweep_estimate
+    from solvers.sim.simulate import available_cpus
+    jobs = min(n_jobs or available_cpus(), max(len(todo), 1))
+    sized(sweep_estimate(todo, jobs), str(plan.path))        # before the first cell
     from solvers.core.progress import Progress
     # on by default: a bar in a terminal, plain lines in a log (at least one per interval)
     enabled = progress if progress is not None else True
@@ -354,8 +358,6 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
         elif scheduler is not None:
             _run_dask(todo, scheduler, on_result)
         else:
-            from solvers.sim.simulate import available_cpus
-            jobs = min(n_jobs or available_cpus(), len(todo))
             if jobs == 1:
                 _run_serial(todo, on_result)
             else:

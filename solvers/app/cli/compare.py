@@ -20,6 +20,9 @@ def cmd_compare(args) -> int:
     from solvers.app.compare import compare_spec
     from solvers.app.spec import load_spec
     spec = load_spec(args.spec, extra_sections=("simulate",))
+    from solvers.app.simulation import simulate_options
+    from solvers.app.sizing import compare_estimate, sized
+    sized(compare_estimate(spec, simulate_options(spec)), str(args.spec))
     # on by default, as in simulate: a bar in a terminal, plain lines in a log
     progress = args.progress if args.progress is not None else True
     result = compare_spec(spec, progress=progress)

@@ -122,6 +122,9 @@ def simulate_spec(spec, progress: bool = False) -> dict:
 def cmd_simulate(args) -> int:
     from solvers.app.cli.common import emit
     spec = load_spec(args.spec, extra_sections=("simulate", "sweep"), sizing=None)
+    from solvers.app.simulation import simulate_options
+    from solvers.app.sizing import announce, simulate_estimate
+    announce(simulate_estimate(spec, simulate_options(spec)))   # refused there when too large
     # on by default: a bar in a terminal, plain lines (one per ~10 %) in a log
     # (solvers.core.progress); several seeds show one display labelled "seeds"
     progress = args.progress if args.progress is not None else True
