@@ -1,4 +1,5 @@
-"""One sizing model for the work of ``solve``, ``simulate``, ``compare`` and ``sweep``: the route
+"""One sizing model for the work of ``solve``, ``simulate``, ``compare``, ``sweep`` and
+``onestep-sim``: the route
 that will run, its precision, and the CPU time, wall time and memory it is expected to take.
 
 The same numbers announce a run (one line on stderr before it starts, :func:`announce`) and
@@ -67,6 +68,9 @@ RK_STEPS, RK_POWER, RK_FEVAL, RK_L, RK_FAMILY = 13.9, 0.67, 85e-6, 600.0, 1.5
 TAYLOR_STEPS, TAYLOR_STIFF, TAYLOR_STEP, TAYLOR_ENTRY = 7.0, 21 / 13, 3e-3, 6.9e-6
 # simulate starts without SymPy or flint
 SIM_START_CPU = 0.35
+# a sweep's own process: the spec stack, xarray and writing the dataset (measured: 4 small cells
+# in one process took 3.4 s CPU, 0.7 s of them the cells)
+SWEEP_START = 2.5
 
 # an estimate of at least this many seconds is announced (shorter runs stay quiet)
 ANNOUNCE_FROM = 3.0
@@ -235,8 +239,9 @@ def simulate_estimate(spec, options: dict, command: str = "simulate",
 
 def compare_estimate(spec, options: dict) -> Estimate:
     """``compare``: the simulation, then one solve per seed at the simulated α."""
-    sim = simulate_estimate(spec, options, "compare")
-    one = solve_estimate(spec, command="compare", start=False)
+    # one process with both stacks: the solve's start-up (START_CPU) covers the simulator's
+    sim = simulate_estimate(spec, options, "compare", start=False)
+    one = solve_estimate(spec, command="compare")
     seeds = len(options["seeds"])
     return Estimate("compare", f"{sim.route}, then {seeds} x {one.route}", one.precision,
                     sim.cpu_s + seeds * one.cpu_s, sim.wall_s + seeds * one.wall_s,
@@ -260,11 +265,55 @@ def sweep_estimate(tasks, n_jobs: int) -> Estimate:
         cpu += e.cpu_s
         mem = max(mem, e.bytes)
     jobs = max(1, min(n_jobs, len(tasks) or 1))
-    start = START_CPU * jobs
+    # the sweep process (xarray, the dataset) and, with several jobs, each worker's start-up
+    workers = START_CPU * jobs if jobs > 1 else 0.0
     route = f"{len(tasks)} cell(s) on {jobs} process(es)" + \
         (f" ({', '.join(sorted(routes))})" if routes else "")
-    return Estimate("sweep", route, "each cell as its spec asks", cpu + start,
-                    cpu / jobs + START_CPU, mem * jobs)
+    return Estimate("sweep", route, "each cell as its spec asks", SWEEP_START + workers + cpu,
+                    SWEEP_START + (START_CPU if jobs > 1 else 0.0) + cpu / jobs, mem * jobs)
+
+
+def faster_route(spec) -> str:
+    """For a refused arbitrary-precision solve: the route that would answer within the limits
+    (the modes basis at the most digits float64 verifies), as a clause for the refusal, or ""."""
+    import dataclasses
+    from solvers.app.validate import _hours, time_limit
+    from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS
+    s = spec.solve
+    if s.digits <= FLOAT64_MAX_DIGITS or (spec.init is not None and spec.init.basis != "modes"):
+        return ""
+    alt = dataclasses.replace(spec, solve=dataclasses.replace(
+        s, basis="modes", dps="auto", digits=FLOAT64_MAX_DIGITS))
+    est = solve_estimate(alt)
+    if est.wall_s > time_limit():
+        return ""
+    return (f"; digits = {FLOAT64_MAX_DIGITS} (basis = \"modes\") would be answered by "
+            f"{est.route} in about {_hours(est.wall_s)}")
+
+
+# onestep-sim: START + ONESTEP_SECONDS x (matrix products of a run) summed over kinds, seeds
+# and α: the features n d p, the Gram / ridge solve n p min(n, p), the test features n_test d p
+# and the step's n0 d p (protocol).  Measured (examples/onestep-sim.toml, tanh, width 1, α
+# = 0.5, 1, 3, 3 seeds, protocol + srf): 3.45 s CPU at d = 200, 9.95 s at d = 1000.
+ONESTEP_START, ONESTEP_SECONDS = 3.2, 7.4e-11
+
+
+def onestep_sim_estimate(st, alphas, sim: dict) -> Estimate:
+    """``onestep-sim``: the theory, then every (kind, seed) run at every α."""
+    d = sim["d"]
+    p = max(1, round(st.beta * d))
+    nt = sim["n_test"] or max(2000, 2 * d)
+    n0 = max(1, round(st.alpha0 * d))
+    work = 0.0
+    for kind in sim["kinds"]:
+        per = sum(n * d * p + n * p * min(n, p) + nt * d * p
+                  for n in (max(1, round(a * d)) for a in alphas))
+        work += per + (n0 * d * p if kind == "protocol" else 0)
+    cpu = ONESTEP_START + ONESTEP_SECONDS * work * sim["seeds"]
+    from solvers.app.cli.onestep import sim_bytes
+    return Estimate("onestep-sim", f"{len(sim['kinds'])} kind(s) x {sim['seeds']} seed(s)",
+                    f"d = {d}, p = {p}, float64", cpu, cpu,
+                    BASE_MIB * 2 ** 20 + sim_bytes(st, alphas, sim))
 
 
 def check(est: Estimate, label: str) -> None:
@@ -302,4 +351,4 @@ def sized(est: Estimate, label: str) -> Estimate:
 
 
 __all__ = ["Estimate", "solve_estimate", "simulate_estimate", "compare_estimate",
-           "sweep_estimate", "check", "announce", "sized", "top_eigenvalue"]
+           "sweep_estimate", "onestep_sim_estimate", "check", "announce", "sized", "top_eigenvalue"]

@@ -311,8 +311,12 @@ def check_solve(spec) -> None:
                          f"{_gib(need)} of memory (limit {_gib(limit)}, "
                          f"SCALING_ODES_MAX_MEMORY_GB)")
     # the time of the route that will run: the sizing model that also announces it
-    from solvers.app.sizing import check as check_estimate, solve_estimate
-    check_estimate(solve_estimate(spec), f"[solve] alpha_max, L = {d.L}, K = {m.K}, M = {m.M}")
+    from solvers.app.sizing import check as check_estimate, faster_route, solve_estimate
+    try:
+        check_estimate(solve_estimate(spec), f"[solve] alpha_max, L = {d.L}, K = {m.K}, "
+                                             f"M = {m.M}, digits = {s.digits}")
+    except ValueError as e:
+        raise ValueError(f"{e}{faster_route(spec)}") from None
 
 
 # ---- plateau, asymptotic ----------------------------------------------------------------------
