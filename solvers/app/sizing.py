@@ -317,16 +317,14 @@ def onestep_sim_estimate(st, alphas, sim: dict) -> Estimate:
 
 
 def check(est: Estimate, label: str) -> None:
-    """Refuse (ValueError, one line) an estimate beyond the time or memory limit."""
+    """Refuse (ValueError, one line) an estimate beyond the time or memory limit; the line
+    gives both, and both knobs."""
     from solvers.app.validate import _gib, _hours, memory_limit, time_limit
-    if est.bytes > memory_limit():
-        raise ValueError(f"{label}: {est.command} ({est.route}, {est.precision}) would need "
-                         f"about {_gib(est.bytes)} of memory (limit {_gib(memory_limit())}, "
-                         f"SCALING_ODES_MAX_MEMORY_GB)")
-    if est.wall_s > time_limit():
+    if est.bytes > memory_limit() or est.wall_s > time_limit():
         raise ValueError(f"{label}: {est.command} ({est.route}, {est.precision}) would take "
-                         f"about {_hours(est.wall_s)} (limit {_hours(time_limit())}, "
-                         f"SCALING_ODES_MAX_HOURS)")
+                         f"about {_hours(est.wall_s)} and {_gib(est.bytes)} of memory (limits "
+                         f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS; "
+                         f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
 
 
 def announce(est: Estimate, stream=None) -> None:
