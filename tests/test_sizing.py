@@ -65,10 +65,9 @@ def _estimate(command, path):
         return sizing.simulate_estimate(spec, simulate_options(spec))
     if command == "compare":
         return sizing.compare_estimate(spec, simulate_options(spec))
-    from solvers.app.sweep import Plan
+    from solvers.app.sweep import Plan, _cell
     plan = Plan(path, out=path.with_suffix(".sweep"))
-    est = sizing.sweep_estimate(plan.tasks, 1)
-    return est
+    return sizing.sweep_estimate([_cell(t) for t in plan.tasks], 1)
 
 
 def _measure(command, path, out):

@@ -71,9 +71,9 @@ def as_spec(spec, sections: str = "any") -> Spec:
                 raise SpecError(f"{spec.path}: unknown section [{sec}] (allowed: "
                                 f"{', '.join(allowed)})")
         if sizing == "solve":
-            from solvers.app.validate import check_solve
+            from solvers.app.sizing import size_solve
             try:
-                check_solve(spec)
+                size_solve(spec)
             except ValueError as e:
                 raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
         return spec

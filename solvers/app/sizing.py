@@ -73,7 +73,7 @@ SIM_START_CPU = 0.35
 SWEEP_START = 2.5
 
 # an estimate of at least this many seconds is announced (shorter runs stay quiet)
-ANNOUNCE_FROM = 3.0
+ANNOUNCE_FROM = 2.0
 
 
 @dataclass(frozen=True)
@@ -207,9 +207,11 @@ def _generation_seconds(spec) -> float:
 def _generation_bytes(spec, gen_seconds: float) -> float:
     if not gen_seconds:
         return 0.0
+    from solvers.app.validate import parsed_activation
     from solvers.core.codegen_time import estimate_peak_bytes
     m = spec.model
-    return estimate_peak_bytes(m.student, m.K, m.M, teacher=m.teacher)
+    return estimate_peak_bytes(parsed_activation(m.student), m.K, m.M,
+                               teacher=parsed_activation(m.teacher))
 
 
 def simulate_estimate(spec, options: dict, command: str = "simulate",
@@ -248,26 +250,23 @@ def compare_estimate(spec, options: dict) -> Estimate:
                     max(sim.bytes, one.bytes))
 
 
-def sweep_estimate(tasks, n_jobs: int) -> Estimate:
-    """``sweep``: the sum of its pending cells (each a solve or a one-seed simulation) over
-    ``n_jobs`` worker processes (each starts once)."""
-    from solvers.app.spec import parse_spec
-    from solvers.app.simulation import simulate_options
+def sweep_estimate(cells, n_jobs: int) -> Estimate:
+    """``sweep``: the sum of its pending cells over ``n_jobs`` worker processes (each starts
+    once).  ``cells``: (what, spec, [simulate] options or None) of each task, "simulate" (one
+    seed) or "solve"."""
     cpu, mem, routes = 0.0, BASE_MIB * 2 ** 20, set()
-    for task in tasks:
-        spec = parse_spec(task["doc"], name=task["name"], extra_sections=("simulate",),
-                          sizing=None)
-        if task["what"] == "simulate":
-            e = simulate_estimate(spec, simulate_options(spec), "sweep", start=False)
+    for what, spec, options in cells:
+        if what == "simulate":
+            e = simulate_estimate(spec, options, "sweep", start=False)
         else:
             e = solve_estimate(spec, command="sweep", start=False)
             routes.add(e.route)
         cpu += e.cpu_s
         mem = max(mem, e.bytes)
-    jobs = max(1, min(n_jobs, len(tasks) or 1))
+    jobs = max(1, min(n_jobs, len(cells) or 1))
     # the sweep process (xarray, the dataset) and, with several jobs, each worker's start-up
     workers = START_CPU * jobs if jobs > 1 else 0.0
-    route = f"{len(tasks)} cell(s) on {jobs} process(es)" + \
+    route = f"{len(cells)} cell(s) on {jobs} process(es)" + \
         (f" ({', '.join(sorted(routes))})" if routes else "")
     return Estimate("sweep", route, "each cell as its spec asks", SWEEP_START + workers + cpu,
                     SWEEP_START + (START_CPU if jobs > 1 else 0.0) + cpu / jobs, mem * jobs)
@@ -298,8 +297,9 @@ def faster_route(spec) -> str:
 ONESTEP_START, ONESTEP_SECONDS = 3.2, 7.4e-11
 
 
-def onestep_sim_estimate(st, alphas, sim: dict) -> Estimate:
-    """``onestep-sim``: the theory, then every (kind, seed) run at every α."""
+def onestep_sim_estimate(st, alphas, sim: dict, run_bytes: float) -> Estimate:
+    """``onestep-sim``: the theory, then every (kind, seed) run at every α; ``run_bytes``: the
+    peak memory of one run (``solvers.app.cli.onestep.sim_bytes``)."""
     d = sim["d"]
     p = max(1, round(st.beta * d))
     nt = sim["n_test"] or max(2000, 2 * d)
@@ -310,10 +310,22 @@ def onestep_sim_estimate(st, alphas, sim: dict) -> Estimate:
                   for n in (max(1, round(a * d)) for a in alphas))
         work += per + (n0 * d * p if kind == "protocol" else 0)
     cpu = ONESTEP_START + ONESTEP_SECONDS * work * sim["seeds"]
-    from solvers.app.cli.onestep import sim_bytes
     return Estimate("onestep-sim", f"{len(sim['kinds'])} kind(s) x {sim['seeds']} seed(s)",
-                    f"d = {d}, p = {p}, float64", cpu, cpu,
-                    BASE_MIB * 2 ** 20 + sim_bytes(st, alphas, sim))
+                    f"d = {d}, p = {p}, float64", cpu, cpu, BASE_MIB * 2 ** 20 + run_bytes)
+
+
+def size_solve(spec) -> None:
+    """Everything a solve of ``spec`` is refused for before it starts (ValueError, one line):
+    the trajectory's memory (``validate.check_solve``), then the estimate of its route, with
+    the float64 route that would answer fewer digits when arbitrary precision is too long."""
+    from solvers.app.validate import check_solve
+    check_solve(spec)
+    m, d = spec.model, spec.data
+    try:
+        check(solve_estimate(spec), f"[solve] alpha_max, L = {d.L}, K = {m.K}, M = {m.M}, "
+                                    f"digits = {spec.solve.digits}")
+    except ValueError as e:
+        raise ValueError(f"{e}{faster_route(spec)}") from None
 
 
 def check(est: Estimate, label: str) -> None:
@@ -349,4 +361,4 @@ def sized(est: Estimate, label: str) -> Estimate:
 
 
 __all__ = ["Estimate", "solve_estimate", "simulate_estimate", "compare_estimate",
-           "sweep_estimate", "onestep_sim_estimate", "check", "announce", "sized", "top_eigenvalue"]
+           "sweep_estimate", "onestep_sim_estimate", "size_solve", "check", "announce", "sized", "top_eigenvalue"]

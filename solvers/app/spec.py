@@ -760,7 +760,7 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
     """Validate an already-parsed TOML document.  Raises SpecError.
 
     ``sizing``: "solve" (default) also sizes the ODE solve of ``[solve]`` (trajectory memory
-    and time at the precision it will run at, `solvers.app.validate.check_solve`); None leaves
+    and time at the precision it will run at, `solvers.app.sizing.size_solve`); None leaves
     the sizing to the caller, whose work is another one (``simulate``, ``linear``: each sizes
     the route it really runs before any work).
     """
@@ -792,7 +792,7 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
     spec = Spec(model, data, training, init, solve, extra, name)
-    from solvers.app.validate import check_simulate_section, check_solve, check_spec
+    from solvers.app.validate import check_simulate_section, check_spec
     try:
         if "simulate" in extra:
             try:
@@ -802,7 +802,8 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             check_simulate_section(spec, opts)
         check_spec(spec)        # ranges, float64 range, realisability: before any work
         if sizing == "solve":
-            check_solve(spec)   # the ODE solve's memory and time at its working precision
+            from solvers.app.sizing import size_solve
+            size_solve(spec)    # the ODE solve's memory, and the time of its route
     except ValueError as e:
         msg = str(e)
         if not msg.startswith(f"{name}: "):

@@ -188,6 +188,15 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
                 wall_s=np.float64(time.perf_counter() - started))
 
 
+def _cell(task) -> tuple:
+    """(what, spec, [simulate] options) of a task, for the sizing model."""
+    spec = parse_spec(task["doc"], name=task["name"], extra_sections=("simulate",), sizing=None)
+    if task["what"] != "simulate":
+        return task["what"], spec, None
+    from solvers.app.simulation import simulate_options
+    return task["what"], spec, simulate_options(spec)
+
+
 def _finite_cell(result) -> bool:
     return all(np.all(np.isfinite(np.asarray(result[k], dtype=float)))
                for k in ("eps_g", "R1", "Q1", "alpha"))
@@ -335,7 +344,7 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
     from solvers.app.sizing import sized, sweep_estimate
     from solvers.sim.simulate import available_cpus
     jobs = min(n_jobs or available_cpus(), max(len(todo), 1))
-    sized(sweep_estimate(todo, jobs), str(plan.path))        # before the first cell
+    sized(sweep_estimate([_cell(t) for t in todo], jobs), str(plan.path))   # before any cell
     from solvers.core.progress import Progress
     # on by default: a bar in a terminal, plain lines in a log (at least one per interval)
     enabled = progress if progress is not None else True

@@ -19,7 +19,8 @@ Limits (environment variables raise them for a big machine or a long job):
     carry their own caps, in solvers/app/cli/bayes.py and kernel.py).
 
 Which check sizes which subcommand:
-  solve, sweep cells       `check_solve` (trajectory memory and time in [solve] basis at its dps)
+  solve, sweep cells       `check_solve` (trajectory memory in [solve] basis at its dps), then
+                           solvers.app.sizing.size_solve (the time of the route that will run)
   simulate                 `check_simulation` (steps x generator rate, holdout samples, seeds)
   linear curve | window | feature-scaling   `check_linear` (the route: modes / companion /
                            levels at route_dps, the O(L) window, Eq. 88 with n_W Haar matrices)
@@ -152,12 +153,25 @@ def _bytes_per_number(dps) -> float:
     return 64.0 + dps / math.log10(2) / 8      # arb: header + mantissa limbs
 
 
+def parsed_activation(text: str | None) -> str | None:
+    """An activation as the generation estimate reads it: the name, or ``x**d`` with d the
+    degree of the parsed polynomial (exact, without SymPy) -- not the powers written in the
+    text: x*x*x*x*x*x is of degree 6, x**3 - x**3 + x is linear."""
+    if text is None or text in ("erf", "relu", "linear"):
+        return text
+    from solvers.sim.family import parse_activation
+    act = parse_activation(text)
+    if act.name in ("erf", "relu", "linear"):
+        return act.name
+    return f"x**{len(act.exact) - 1}"
+
+
 def _codegen_seconds(K: int, M: int, student: str = "erf", teacher: str | None = None) -> float:
     """Time to derive and print the modules of a system not checked in: the model the registry
     announces (:func:`solvers.core.codegen_time.estimate_seconds`, erf's measured law times the
-    fitted factor of the student's and the teacher's activations)."""
+    fitted factor of the student's and the teacher's activations, by their parsed degree)."""
     from solvers.core.codegen_time import estimate_seconds
-    return estimate_seconds(student, K, M, teacher=teacher)
+    return estimate_seconds(parsed_activation(student), K, M, teacher=parsed_activation(teacher))
 
 
 def check_generated_system(spec) -> None:
@@ -169,7 +183,8 @@ def check_generated_system(spec) -> None:
     linear = m.student == m.teacher == "linear"
     if not linear and not (m.is_plain and (m.K, m.M) in ((1, 1), (2, 2))):
         est = _codegen_seconds(m.K, m.M, m.student, m.teacher)
-        mem = estimate_peak_bytes(m.student, m.K, m.M, teacher=m.teacher)
+        mem = estimate_peak_bytes(parsed_activation(m.student), m.K, m.M,
+                                  teacher=parsed_activation(m.teacher))
         if est > time_limit() or mem > memory_limit():
             pair = m.student if m.student == m.teacher else f"{m.student}/{m.teacher}"
             raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M} ({pair}): deriving the "
@@ -298,7 +313,8 @@ def check_spectrum(spec, label="[data] L") -> None:
 
 def check_solve(spec) -> None:
     """The ODE solve of ``[solve]`` in the basis and at the precision it will run at: the stored
-    trajectory's memory and a lower bound on its time; ValueError (one line) when refused."""
+    trajectory's memory; ValueError (one line) when refused.  Its time is sized by the route
+    that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
     m, d, s = spec.model, spec.data, spec.solve
     check_spectrum(spec)
     limit = memory_limit()
@@ -310,13 +326,7 @@ def check_solve(spec) -> None:
                          f"basis = {s.basis}, dps = {dps}: the trajectory needs about "
                          f"{_gib(need)} of memory (limit {_gib(limit)}, "
                          f"SCALING_ODES_MAX_MEMORY_GB)")
-    # the time of the route that will run: the sizing model that also announces it
-    from solvers.app.sizing import check as check_estimate, faster_route, solve_estimate
-    try:
-        check_estimate(solve_estimate(spec), f"[solve] alpha_max, L = {d.L}, K = {m.K}, "
-                                             f"M = {m.M}, digits = {s.digits}")
-    except ValueError as e:
-        raise ValueError(f"{e}{faster_route(spec)}") from None
+    # its time: solvers.app.sizing.size_solve (the model that also announces the run)
 
 
 # ---- plateau, asymptotic ----------------------------------------------------------------------

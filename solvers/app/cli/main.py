@@ -26,7 +26,7 @@ def cmd_solve(args) -> int:
     from solvers.app.spec import load_spec
     from solvers.core.progress import Progress
     from solvers.app.sizing import announce, solve_estimate
-    spec = load_spec(args.spec)           # sized there (validate.check_solve): refused up front
+    spec = load_spec(args.spec)           # sized there (sizing.size_solve): refused up front
     announce(solve_estimate(spec))
     # one labelled phase per run of the policy ("run 1/2: modes RODAS4 float64, rtol 1e-10")
     result = solve_spec(spec, progress=Progress("solve"))

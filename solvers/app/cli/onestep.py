@@ -127,7 +127,9 @@ def cmd_sim(args, st, sec, sim) -> dict:
     from solvers.app.sizing import onestep_sim_estimate, sized
     from solvers.theory.onestep.simulate import measure_step, repeat
     try:                                # seeds x kinds x alpha, announced and capped
-        sized(onestep_sim_estimate(st, list(sec["alpha"]), sim), f"{args.spec}: [sim]")
+        alphas = list(sec["alpha"])
+        sized(onestep_sim_estimate(st, alphas, sim, sim_bytes(st, alphas, sim)),
+              f"{args.spec}: [sim]")
     except ValueError as e:
         raise CliError(str(e)) from None
     out = _theory(st, sec)
