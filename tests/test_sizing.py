@@ -131,3 +131,16 @@ def test_the_estimate_is_announced_and_the_refusal_comes_from_it(tmp_path, capsy
     sizing.announce(est)
     line = capsys.readouterr().err.strip()
     assert line == est.line() and "levels/flint/taylor/settle" in line and "MiB" in line
+
+
+def test_generation_is_sized_by_the_parsed_polynomial():
+    """The degree of the parsed polynomial, not the powers in its text: x*x*x*x*x*x is sized as
+    x**6 (it passed as degree <= 2 before), x**3 - x**3 + x as the linear activation, and a
+    linear/linear system by its own law."""
+    from solvers.app.validate import _codegen_seconds, parsed_activation
+    from solvers.core.codegen_time import estimate_seconds
+    assert parsed_activation("x*x*x*x*x*x") == "x**6"
+    assert _codegen_seconds(30, 30, "x*x*x*x*x*x") == estimate_seconds("x**6", 30, 30)
+    assert _codegen_seconds(30, 30, "x*x*x*x*x*x") > 10 * estimate_seconds("x**2", 30, 30)
+    assert _codegen_seconds(6, 6, "x**3 - x**3 + x") == estimate_seconds("linear", 6, 6)
+    assert _codegen_seconds(6, 6, "linear") < estimate_seconds("erf", 6, 6) / 10

@@ -49,6 +49,8 @@ DEFAULT_DELAY = 0.5     # seconds before a bar shows (short runs stay silent)
 PLAIN_DELAY = 10.0
 ENV = "SCALING_ODES_PROGRESS"
 INTERVAL_ENV = "SCALING_ODES_PROGRESS_INTERVAL"
+PLAIN_INTERVAL = 10.0   # a log hears from a run at least this often (seconds)
+MIN_INTERVAL = 0.05
 
 
 # when the last plain line of any phase was written (time.perf_counter): a heartbeat stays
@@ -57,13 +59,14 @@ _last_plain_line = [0.0]
 
 
 def plain_interval() -> float:
-    """Seconds between plain lines at the most (and before the first one): PLAIN_DELAY unless
-    ``SCALING_ODES_PROGRESS_INTERVAL`` says otherwise (a test's short run, a terse log)."""
+    """Seconds between plain lines at the most (and before the first one): PLAIN_INTERVAL
+    unless ``SCALING_ODES_PROGRESS_INTERVAL`` says otherwise (a test's short run, a terse
+    log); never below MIN_INTERVAL."""
     try:
-        value = float(os.environ.get(INTERVAL_ENV, PLAIN_DELAY))
+        value = float(os.environ.get(INTERVAL_ENV, PLAIN_INTERVAL))
     except ValueError:
-        return PLAIN_DELAY
-    return value if math.isfinite(value) and value > 0 else PLAIN_DELAY
+        return PLAIN_INTERVAL
+    return max(value, MIN_INTERVAL) if math.isfinite(value) else PLAIN_INTERVAL
 
 
 def _in_notebook() -> bool:
