@@ -65,7 +65,7 @@ def test_the_spec_check_refuses_by_the_pair(monkeypatch):
     def spec(**model):
         return parse_spec({"model": {"K": 8, "M": 8, **model}, "training": {"eta": "0.1"},
                            "data": {"L": 2, "beta": 1.0},
-                           "solve": {"alpha_max": 1}})
+                           "solve": {"alpha_max": 1}}, sizing=None)   # the generation alone
     assert estimate_seconds("erf", 8, 8) < 72 < estimate_seconds("relu", 8, 8)
     check_generated_system(spec(activation="erf"))
     with pytest.raises(ValueError, match="deriving the ODEs would take about") as exc:

@@ -189,7 +189,7 @@ def _doc(student, teacher, K, M, order, *, L=16, eta="0.2", alpha_max=2.0, basis
                       "K": K, "M": M},
             "data": {"L": L, "beta": 1.0, "N": 64 * L},
             "training": {"eta": eta, "order": order},
-            "solve": {"alpha_max": alpha_max, "n_points": 3, "basis": basis}}
+            "solve": {"alpha_max": alpha_max, "n_points": 3, "basis": basis, "digits": DIGITS}}
 
 
 def _eps(result):
@@ -361,7 +361,7 @@ def test_noise_decay_batch_against_the_written_out_linear_odes(cache, basis, noi
                         "weight_decay": kappa, "batch_size": batch},
            "init": {"modes": {"R": [[[v]] for v in init[0]], "Q": [[[v]] for v in init[1]],
                               "T": [[[v]] for v in init[2]]}},
-           "solve": {"alphas": alphas, "basis": basis}}
+           "solve": {"alphas": alphas, "basis": basis, "digits": 12}}
     got = _eps(solve_spec(parse_spec(doc)))
     ref = _linear_reference(lam, init, "0.3", noise, kappa, batch, order, alphas)
     # the solve claims 12 verified digits; the reference carries ~30

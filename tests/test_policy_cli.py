@@ -81,13 +81,17 @@ def test_float64_cannot_give_20_digits(tmp_path, capsys, monkeypatch, basis):
 
 def test_float64_without_digits_defaults_to_what_float64_verifies():
     """dps = "float64" alone is a valid request: its default digits is the float64 limit (the
-    default 12 of arbitrary precision would be refused)."""
+    default of arbitrary precision could be refused)."""
     from solvers.app.spec import parse_spec
     from solvers.hierarchy.precision import FLOAT64_FIXED_MAX_DIGITS
     base = {"model": {"activation": "erf", "K": 2, "M": 2}, "data": {"L": 2, "N": 64},
             "training": {"eta": 0.5}}
     spec = parse_spec({**base, "solve": {"alpha_max": 5, "basis": "modes", "dps": "float64"}})
     assert spec.solve.digits == FLOAT64_FIXED_MAX_DIGITS
-    assert parse_spec({**base, "solve": {"alpha_max": 5}}).solve.digits == 12
+    # otherwise the default (DEFAULT_DIGITS), answered by the verified float64 modes pair
+    from solvers.app.spec import DEFAULT_DIGITS
+    from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS
+    assert parse_spec({**base, "solve": {"alpha_max": 5}}).solve.digits == DEFAULT_DIGITS
+    assert DEFAULT_DIGITS <= FLOAT64_MAX_DIGITS
     explicit = {"alpha_max": 5, "basis": "modes", "dps": "float64", "digits": 7}
     assert parse_spec({**base, "solve": explicit}).solve.digits == 7

@@ -15,7 +15,8 @@ LINE = re.compile(r"^(?P<title>.+): (?P<unit>\w+) (?P<n>\d+)/(?P<total>\d+) \((?
 
 def _lines(text):
     assert "\r" not in text
-    rows = [ln for ln in text.splitlines() if ln.strip()]
+    # (a command's heartbeat, "scaling-odes solve: working, 12 s so far", on a slow machine)
+    rows = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("scaling-odes ")]
     return rows, [LINE.match(r) for r in rows]
 
 

@@ -49,7 +49,7 @@ def _linear_doc(schedule, basis, alphas, eta="0.3", **solve):
                          **({"schedule": schedule} if schedule else {})},
             "init": {"modes": {"R": [[[v]] for v in INIT[0]], "Q": [[[v]] for v in INIT[1]],
                                "T": [[[v]] for v in INIT[2]]}},
-            "solve": {"alphas": alphas, "basis": basis, **solve}}
+            "solve": {"alphas": alphas, "basis": basis, "digits": 12, **solve}}
 
 
 def _power_reference(eta, a0, p, alphas, dps=30):

@@ -110,7 +110,8 @@ def test_minimal_spec_and_defaults(tmp_path):
     s = spec.solve
     assert (s.alphas, s.alpha_max, s.n_points, s.spacing) == (None, 100.0, 200, "log")
     assert s.alpha_min == pytest.approx(100 * 1e-4)
-    assert (s.basis, s.dps, s.digits) == ("levels", "auto", 12)
+    # basis "auto" resolves to the modes basis (no [init.levels]); digits: DEFAULT_DIGITS
+    assert (s.basis, s.dps, s.digits) == ("modes", "auto", 6)
     assert spec.extra == {}
 
 

@@ -43,7 +43,7 @@ from solvers.hierarchy.odes import agreement_digits, integrate_problem
 pytestmark = [pytest.mark.second_basis, pytest.mark.closed_form,
               pytest.mark.higher_precision]  # oracle (tests/conftest.py)
 
-DIGITS = 12                       # the default of [solve] digits
+DIGITS = 12                       # [solve] digits of these runs (the default before "auto")
 REPO = Path(__file__).resolve().parents[1]
 
 # every K, M <= 3: the seven erf systems not checked in cost ~17 s of CPU to print together
@@ -62,11 +62,13 @@ run_cache, cache = generated_cache_fixtures("system-matrix-cache")
 
 
 def _doc(act, K, M, order, *, L=2, eta="0.2", alpha_max=5.0, **solve):
-    """A small spec: every key of [solve] but the grid at its default unless given."""
+    """A small spec: the level basis at DIGITS digits (the default route before basis "auto"),
+    dps "auto", unless given."""
     return {"model": {"activation": act, "K": K, "M": M},
             "data": {"L": L, "beta": 1.0, "N": 64},
             "training": {"eta": eta, "order": order, **solve.pop("training", {})},
-            "solve": {"alpha_max": alpha_max, "n_points": 3, **solve}}
+            "solve": {"alpha_max": alpha_max, "n_points": 3, "basis": "levels", "digits": DIGITS,
+                      **solve}}
 
 
 def _eps(result):
@@ -86,7 +88,8 @@ def _check_invariants(result, K):
 
 @pytest.mark.parametrize("act, K, M, order", list(_matrix_params()))
 def test_default_solve_agrees_with_the_modes_basis(cache, act, K, M, order):
-    """The default solve (level basis, dps auto, 12 digits) of a system printed on demand
+    """The level-basis solve (dps auto, 12 digits: the default before basis "auto") of a system
+    printed on demand
     agrees with the modes basis — no Cayley–Hamilton closure, its own printed right-hand side —
     on ε_g to the requested digits; both results carry their verification (agreement of two
     runs at different precision and tolerance) in ``meta``."""

@@ -193,9 +193,8 @@ def _doc(student, teacher, K, M, subset, *, trained=True, eta_v=ETA_V, basis=Non
     if schedule is not None:
         tr["schedule"] = schedule
     doc = {"model": model, "data": {"eigenvalues": [float(x) for x in LAM]}, "training": tr,
-           "init": {"modes": {"R": R, "Q": Q, "T": T}}, "solve": {"alphas": alphas}}
-    if basis is not None:
-        doc["solve"]["basis"] = basis
+           "init": {"modes": {"R": R, "Q": Q, "T": T}},
+           "solve": {"alphas": alphas, "basis": basis or "levels", "digits": DIGITS}}
     return doc
 
 

@@ -27,6 +27,7 @@ eta = 0.05
 init = "expected"
 [solve]
 alpha_max = 1000
+digits = 12
 """
 
 
@@ -105,6 +106,8 @@ def test_linear_curve_sized_by_its_route(tmp_path, capsys, monkeypatch):
 def test_solve_still_sizes_its_trajectory(tmp_path, capsys):
     text = LINEAR.format(L=4096, beta=1.0).replace('activation = "linear"\nK = 1\nM = 1',
                                                    'activation = "erf"\nK = 2\nM = 2')
+    # the level basis at 12 digits (the default route before basis "auto"): thousands of digits
+    text = text.replace("[solve]\n", "[solve]\nbasis = \"levels\"\n")
     path = write_spec(tmp_path, text)
     dps = 12 + 10 + math.ceil(2.6 * 4096)
     one_line_error(*run_cli(["solve", path, "--json"], capsys), f"dps = {dps}",

@@ -1,7 +1,7 @@
 """The variant matrix of the committee-machine family on the ODE side: every activation pair over
 {erf, linear, relu, x**2, x**3 - 3*x} x {fixed, trained} readout x {noise, weight_decay,
-batch_size, schedule} on/off, generated on demand and solved by ``solvers.solve`` on the default
-path (levels basis, dps "auto", 12 verified digits).
+batch_size, schedule} on/off, generated on demand and solved by ``solvers.solve`` on the level
+basis at dps "auto" and 12 verified digits (the default path before basis "auto").
 
 What can fail, from independent routes:
 
@@ -55,7 +55,7 @@ PAIRS = list(product(ACTS, ACTS))
 KMS = [(1, 1), (1, 2), (2, 1), (2, 2)]
 ROTATING = (0, 1, 2, 3, 4, 6)
 NOISE, DECAY, BATCH = 1, 2, 4
-DIGITS = 12                     # the default [solve] digits
+DIGITS = 12                     # [solve] digits of these runs (the default before "auto")
 
 # η small so that the polynomial pairs (ε_g ~ 10 at the start) stay away from divergence over
 # α <= 1/2: with the cubic student at η = 0.1 the solution itself blows up near α = 0.2 (Q_11
@@ -91,9 +91,7 @@ def _doc(student, teacher, K, M, subset, *, basis=None, alphas=ALPHAS, **extra):
            "data": {"eigenvalues": [float(x) for x in LAM]},
            "training": tr,
            "init": {"modes": {"R": R, "Q": Q, "T": T}},
-           "solve": {"alphas": alphas}}
-    if basis is not None:
-        doc["solve"]["basis"] = basis
+           "solve": {"alphas": alphas, "basis": basis or "levels", "digits": DIGITS}}
     for section, kv in extra.items():
         doc[section] = {**doc[section], **kv}
     return doc
@@ -271,7 +269,8 @@ def test_erf_student_K3_M3_explicit_init_solves_on_the_default_path(cache):
 def test_erf_K2_M2_expected_init_solves_on_the_default_path(cache):
     doc = {"model": {"K": 2, "M": 2}, "data": {"L": 2, "beta": 1.0, "N": 128},
            "training": {"eta": "0.1", "init": "expected", "sigma_J": "0.3"},
-           "solve": {"alphas": [0, A_SMALL]}}
+           # the level basis in arb (the default path before basis "auto")
+           "solve": {"alphas": [0, A_SMALL], "basis": "levels", "digits": DIGITS}}
     got = [_mp(e) for e in solve(doc).eps_g]
     ref = [_mp(e) for e in solve({**doc, "solve": {"alphas": [0, A_SMALL], "basis": "modes",
                                                    "dps": "float64", "digits": 8}}).eps_g]

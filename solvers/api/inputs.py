@@ -14,23 +14,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from solvers.app.spec import Spec, SpecError, load_spec as _load_file, parse_spec
+from solvers.app.spec import (COMMON_EXTRA, OTHER_SECTIONS, Spec, SpecError, load_spec as _load_file,
+                              parse_spec)
 
 __all__ = ["SpecError", "as_spec", "user_errors", "DICT_NAME"]
 
 DICT_NAME = "<spec>"       # how error messages name a spec given as a dict
 
 # the optional sections each entry point reads beside the common ones (as on the command line)
-SECTIONS = {
-    "solve": ("simulate",),
-    "simulate": ("simulate", "sweep"),
-    "compare": ("simulate",),
-    "linear": ("linear",),
-    "plateau": ("plateau", "asymptotic"),
-    "asymptotic": ("plateau", "asymptotic"),
-    "derive": ("simulate",),
-    "any": ("simulate", "sweep", "linear", "plateau", "asymptotic"),
-}
+# every entry point of the common spec accepts the sections of all of them (one file serves
+# solve, simulate, asymptotic, ...); each section is validated where it is read
+_COMMON = (*COMMON_EXTRA, *OTHER_SECTIONS)
+SECTIONS = {name: _COMMON for name in ("solve", "simulate", "compare", "linear", "plateau",
+                                       "asymptotic", "derive", "any")}
 
 # entry points whose work is the ODE solve of [solve], sized when the spec is read; the others
 # size the route they run when they run it (simulation steps, linear route, plateau fixed point)
@@ -75,9 +71,9 @@ def as_spec(spec, sections: str = "any") -> Spec:
                 raise SpecError(f"{spec.path}: unknown section [{sec}] (allowed: "
                                 f"{', '.join(allowed)})")
         if sizing == "solve":
-            from solvers.app.validate import check_solve
+            from solvers.app.sizing import size_solve
             try:
-                check_solve(spec)
+                size_solve(spec)
             except ValueError as e:
                 raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
         return spec

@@ -64,9 +64,15 @@ def compare_spec(spec, progress: bool = False) -> dict:
         diff = [np.asarray(r["v"], float) - np.asarray(t["v"], float)
                 for t, r in zip(theories, runs)]
         out["v_rms_absolute"] = float(np.sqrt(np.mean([np.mean(d ** 2) for d in diff])))
+    verified = [t["meta"].get("agreement_digits") for t in theories]
     out["meta"] = {"version": __version__, "N": spec.data.N, "seeds": seeds,
+                   # the theory's route and the digits every seed's solve verified
+                   "route": theories[0]["meta"]["route"],
+                   **({"agreement_digits": min(verified)} if None not in verified else {}),
                    "deviation": DEVIATION, "finite_size_scale": f"{SCALE_FACTOR:g}/sqrt(N)",
-                   "wall_s": time.perf_counter() - started}
+                   "wall_s": time.perf_counter() - started,
+                   # the spec as it ran, [simulate] resolved: fed back, it re-runs to these numbers
+                   "spec": sim["meta"]["spec"]}
     return out
 
 
@@ -77,15 +83,9 @@ def _solve_seed(spec, seed: int, alphas: tuple, progress: bool) -> dict:
         spec, training=dataclasses.replace(spec.training, seed=seed),
         solve=dataclasses.replace(spec.solve, alphas=alphas, alpha_max=None, alpha_min=None,
                                   n_points=len(alphas), spacing="explicit"))
-    tick, bar = None, None
-    if progress:
-        from solvers.app.cli.common import progress_bar
-        bar, tick = progress_bar(alphas[-1], f"solve (seed {seed})")
-    try:
-        return solve_spec(one, progress=tick)
-    finally:
-        if bar is not None:
-            bar.close()
+    from solvers.core.progress import Progress
+    # one labelled phase per run of the precision policy, as in ``solve``
+    return solve_spec(one, progress=Progress(f"solve (seed {seed})", enabled=bool(progress)))
 
 
 def deviation(eps_theory, eps_runs, N: int) -> dict:

@@ -19,7 +19,7 @@ from solvers.hierarchy import precision, verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
-from solvers.app.spec import Spec, refuse_training_options
+from solvers.app.spec import Spec, refuse_training_options, resolved_spec
 from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
@@ -126,8 +126,21 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             **_family_meta(spec.model),
             "L": problem.L, "eta": float(spec.training.eta), "order": spec.training.order,
             **_schedule_meta(spec.training),
+            **_run_meta(spec),
+            # the spec as it ran (every default filled in): fed back as a .json spec it
+            # re-runs to these numbers
+            "spec": resolved_spec(spec),
         },
     }
+
+
+def _run_meta(spec) -> dict:
+    """The data and training values a reader looks for next to the route."""
+    d, t = spec.data, spec.training
+    out = {"beta": None if d.beta is None else float(d.beta), "N": d.N, "seed": t.seed,
+           "sigma_J": float(t.sigma_J), "init": t.init, "noise": float(t.noise),
+           "weight_decay": float(t.weight_decay), "batch_size": t.batch_size}
+    return {k: v for k, v in out.items() if v is not None}     # no null in the JSON
 
 
 def _family_meta(m) -> dict:

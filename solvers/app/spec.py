@@ -21,7 +21,8 @@
                         | {kind = "steps", alphas = [a1, a2, ...], etas = [e1, e2, ...]}
     [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
     [solve]    alpha_max = 3000   n_points = 200   spacing = "log"   (or alphas = [...])
-               alpha_min   basis = "levels"   dps = "auto"   digits = 12
+               alpha_min   basis = "auto"   dps = "auto"   digits = 6
+               (basis "auto": the modes basis, or levels with [init.levels]: auto_basis)
     [simulate] the simulator's options (solvers.app.sections.SIMULATE_SCHEMA); read by every
                subcommand, so that one spec drives both the theory and the simulation
 
@@ -38,6 +39,7 @@ several keys lives in the small `_check_*` functions below it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -192,9 +194,9 @@ class SolveSpec:
     alpha_min: float | None        # resolved default; None when alphas are given
     n_points: int                  # len(alphas) when alphas are given
     spacing: str                   # "log" | "linear" | "explicit" (alphas given)
-    basis: str = "levels"
+    basis: str = "modes"           # "levels" | "modes" (a spec's "auto" is resolved: auto_basis)
     dps: int | str = "auto"        # "auto" | "float64" | int >= 15
-    digits: int = 12
+    digits: int = 6
 
     def alpha_grid(self) -> list[float]:
         """The output times: `alphas`, or `n_points` linear/log-spaced points, increasing."""
@@ -541,10 +543,10 @@ _SCHEMA = {
         "alpha_min": (_float, None, None),            # depends on spacing: _check_solve
         "n_points": (_int, 200, _all(_ge(2), _rule(lambda v: v <= 10**6, "must be <= 1000000"))),
         "spacing": (_str, "log", _one_of("log", "linear")),
-        "basis": (_str, "levels", _one_of("levels", "modes")),
+        "basis": (_str, "auto", _one_of("auto", "levels", "modes")),
         "dps": (_dps, "auto", _dps_ok),
-        # 11 when dps = "float64" (the most a float64 run verifies)
-        "digits": (_int, 12, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
+        # DEFAULT_DIGITS; 11 when dps = "float64" (the most a float64 run verifies)
+        "digits": (_int, None, _rule(lambda v: 1 <= v <= 1000, "must be between 1 and 1000")),
     },
 }
 # [simulate]: the simulator's options.  Declared here, beside the common sections, because every
@@ -649,6 +651,18 @@ _GRID_KEYS = ("alpha_max", "alpha_min", "n_points", "spacing")
 
 
 FLOAT64_DEFAULT_DIGITS = 11       # [solve] digits when dps = "float64" and digits is not given
+# [solve] digits otherwise: a curve to plot or fit needs 3-4 digits; 6 leaves a margin and is
+# within reach of the verified float64 modes pair (solvers.hierarchy.precision
+# FLOAT64_MAX_DIGITS = 9), the fast route; verification work asks for more explicitly
+DEFAULT_DIGITS = 6
+
+
+def auto_basis(init_basis: str | None) -> str:
+    """``[solve] basis = "auto"`` (the default): the modes basis, whose float64 pair is the
+    fast verified route and whose arbitrary-precision runs need no closure digits; the level
+    basis only for an explicit ``[init.levels]`` (level values of a large L carry their
+    meaning only at many digits, which a float64 modes start would round away)."""
+    return "levels" if init_basis == "levels" else "modes"
 
 
 def _check_solve(s: dict, raw: dict) -> SolveSpec:
@@ -670,10 +684,10 @@ def _check_solve(s: dict, raw: dict) -> SolveSpec:
             bound = "> 0" if log else ">= 0"
             raise _Problem(f"[solve] alpha_min = {_fmt(lo)} must be {bound} and < alpha_max "
                            f"= {_fmt(hi)} (spacing = {_fmt(s['spacing'])})")
-    if s["dps"] == "float64" and "digits" not in raw:
-        # the default 12 is for arbitrary precision; float64 runs verify at most 11 digits
-        # (solvers.hierarchy.precision.FLOAT64_FIXED_MAX_DIGITS), so that is their default
-        s["digits"] = FLOAT64_DEFAULT_DIGITS
+    if s["digits"] is None:
+        # a fixed dps = "float64" asks for the most a float64 run verifies
+        # (solvers.hierarchy.precision.FLOAT64_FIXED_MAX_DIGITS); otherwise DEFAULT_DIGITS
+        s["digits"] = FLOAT64_DEFAULT_DIGITS if s["dps"] == "float64" else DEFAULT_DIGITS
     spec = SolveSpec(**s)
     if spec.alphas is None:
         grid = spec.alpha_grid()
@@ -743,6 +757,10 @@ def _read_init(raw, model: ModelSpec, data: DataSpec, training: TrainingSpec):
 # read by every subcommand of the common spec: one file drives the ODEs and the simulation
 # (``solve`` and ``simulate`` of the same spec); its keys are checked wherever it appears
 COMMON_EXTRA = ("simulate",)
+# the sections of the other subcommands of the common spec: accepted everywhere, so that one
+# file serves ``solve``, ``asymptotic``, ``sweep``, ...; each is validated by the subcommand
+# that reads it (solvers.app.sections)
+OTHER_SECTIONS = ("sweep", "plateau", "asymptotic", "linear")
 SIZINGS = ("solve", None)
 
 
@@ -751,13 +769,13 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
     """Validate an already-parsed TOML document.  Raises SpecError.
 
     ``sizing``: "solve" (default) also sizes the ODE solve of ``[solve]`` (trajectory memory
-    and time at the precision it will run at, `solvers.app.validate.check_solve`); None leaves
+    and time at the precision it will run at, `solvers.app.sizing.size_solve`); None leaves
     the sizing to the caller, whose work is another one (``simulate``, ``linear``: each sizes
     the route it really runs before any work).
     """
     if sizing not in SIZINGS:
         raise ValueError(f"sizing = {sizing!r} must be one of {SIZINGS}")
-    extra_sections = tuple(dict.fromkeys((*extra_sections, *COMMON_EXTRA)))
+    extra_sections = tuple(dict.fromkeys((*extra_sections, *COMMON_EXTRA, *OTHER_SECTIONS)))
     try:
         doc = _table(mapping, "the spec")
         allowed = (*_SCHEMA, "init", *extra_sections)
@@ -777,11 +795,13 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
         data = _check_data(data, training.init)
         solve = _check_solve(solve, doc.get("solve", {}))
         init = _read_init(raw_init, model, data, training)
+        if solve.basis == "auto":
+            solve = dataclasses.replace(solve, basis=auto_basis(init and init.basis))
         extra = {sec: _table(doc[sec], f"[{sec}]") for sec in extra_sections if sec in doc}
     except _Problem as p:
         raise SpecError(f"{name}: {' '.join(str(p).split())}") from None
     spec = Spec(model, data, training, init, solve, extra, name)
-    from solvers.app.validate import check_simulate_section, check_solve, check_spec
+    from solvers.app.validate import check_simulate_section, check_spec
     try:
         if "simulate" in extra:
             try:
@@ -791,7 +811,8 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
             check_simulate_section(spec, opts)
         check_spec(spec)        # ranges, float64 range, realisability: before any work
         if sizing == "solve":
-            check_solve(spec)   # the ODE solve's memory and time at its working precision
+            from solvers.app.sizing import size_solve
+            size_solve(spec)    # the ODE solve's memory, and the time of its route
     except ValueError as e:
         msg = str(e)
         if not msg.startswith(f"{name}: "):
@@ -801,8 +822,14 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
 
 
 def read_document(path) -> dict:
-    """The TOML document of a spec file, unvalidated.  Raises SpecError."""
+    """The TOML document of a spec file, unvalidated.  Raises SpecError.
+
+    A JSON file written by a subcommand (``-o out.json``) is read as the spec it records
+    (``meta.spec``, the resolved spec: every default filled in), so a result re-runs as it ran.
+    """
     name = str(path)
+    if Path(path).suffix.lower() == ".json":
+        return _spec_of_result(path)
     try:
         text = Path(path).read_bytes()
     except FileNotFoundError:
@@ -816,6 +843,24 @@ def read_document(path) -> dict:
     except RecursionError:
         raise SpecError(f"{name}: invalid TOML: nested too deeply") from None
     return doc
+
+
+def _spec_of_result(path) -> dict:
+    name = str(path)
+    try:
+        doc = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{name}: cannot read {name}: no such file") from None
+    except OSError as e:
+        raise SpecError(f"{name}: cannot read {name}: {e.strerror or e}") from None
+    except (ValueError, RecursionError) as e:
+        raise SpecError(f"{name}: invalid JSON: {' '.join(str(e).split())[:200]}") from None
+    spec = doc.get("meta", {}).get("spec") if isinstance(doc, dict) and isinstance(
+        doc.get("meta"), dict) else None
+    if not isinstance(spec, dict):
+        raise SpecError(f"{name}: a JSON spec must be a result of this tool holding its spec "
+                        f"under meta.spec (give a TOML spec otherwise)")
+    return spec
 
 
 def load_spec(path, extra_sections=(), sizing: str | None = "solve") -> Spec:
@@ -873,6 +918,29 @@ def _model_dict(m: ModelSpec) -> dict:
     if m.readout != "fixed":
         out["readout"] = m.readout
     return out
+
+
+def resolved_spec(spec: Spec, **sections) -> dict:
+    """The spec as it ran, for a result's ``meta.spec``: `spec_to_dict` (every default of the
+    common sections filled in), with each validated section given here (e.g. ``simulate=``
+    the options of `solvers.app.simulation.simulate_options`) in place of its raw text;
+    keys whose value is None ("not given") are left out.  Fed back (a ``.json`` spec) it
+    re-runs to the same numbers."""
+    out = spec_to_dict(spec)
+    m, t = spec.model, spec.training
+    out["model"].update(normalisation=m.normalisation, readout=m.readout)
+    for key in ("noise", "weight_decay", "batch_size"):
+        out["training"][key] = _out(getattr(t, key))
+    for sec, values in sections.items():
+        out[sec] = {k: (list(v) if isinstance(v, tuple) else v)
+                    for k, v in values.items() if v is not None}
+    return json.loads(json.dumps(out, default=_json_default))
+
+
+def _json_default(v):
+    if isinstance(v, Fraction):
+        return _out(v)
+    raise TypeError(f"{type(v).__name__} is not JSON")
 
 
 def spec_to_dict(spec: Spec) -> dict:

@@ -50,7 +50,6 @@ import itertools
 import json
 import os
 import re
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -59,8 +58,8 @@ from pathlib import Path
 import numpy as np
 
 from solvers.app import sections
-from solvers.app.spec import (SpecError, load_spec, parse_section, parse_spec, section_error,
-                              spec_to_dict)
+from solvers.app.spec import (SpecError, load_spec, parse_section, parse_spec, resolved_spec,
+                              section_error, spec_to_dict)
 from solvers.app.workers import (DirectoryLock, SignalsAsExit, remove_stale_temps, terminate_pool,
                                  worker_init)
 
@@ -121,6 +120,8 @@ class Plan:
         self.alpha = np.array(base.solve.alpha_grid())
         base_doc = spec_to_dict(base)
         base_doc.pop("sweep", None)
+        # what a result records to re-run the same cells (where and how it ran is left out)
+        self.resolved = resolved_spec(base, sweep={"what": what, "axes": self.axes})
         self.base_doc = base_doc
         self.K_max = max(self.axes.get("K", [base.model.K]))
         self.M_max = max(self.axes.get("M", [base.model.M]))
@@ -185,6 +186,15 @@ def compute_cell(what: str, doc: dict, name: str) -> dict:
                 Q1=np.array(out["Q1"]), alpha=np.array(out["alpha"]),
                 steps_per_second=np.float64(np.nan),
                 wall_s=np.float64(time.perf_counter() - started))
+
+
+def _cell(task) -> tuple:
+    """(what, spec, [simulate] options) of a task, for the sizing model."""
+    spec = parse_spec(task["doc"], name=task["name"], extra_sections=("simulate",), sizing=None)
+    if task["what"] != "simulate":
+        return task["what"], spec, None
+    from solvers.app.simulation import simulate_options
+    return task["what"], spec, simulate_options(spec)
 
 
 def _finite_cell(result) -> bool:
@@ -327,13 +337,19 @@ def run_sweep(path, *, out=None, scheduler=None, n_jobs=None, max_cells=None,
 
 
 def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
+    started = time.perf_counter()
     pending = [t for t in plan.tasks if not plan.done(t)]
     skipped = len(plan.tasks) - len(pending)
     todo = pending if max_cells is None else pending[:max_cells]
-    from tqdm.auto import tqdm
-    enabled = progress if progress is not None else sys.stderr.isatty()
-    bar = tqdm(total=len(plan.tasks), initial=skipped, desc="sweep", unit="cell",
-               disable=not enabled, leave=False)
+    from solvers.app.sizing import sized, sweep_estimate
+    from solvers.sim.simulate import available_cpus
+    jobs = min(n_jobs or available_cpus(), max(len(todo), 1))
+    sized(sweep_estimate([_cell(t) for t in todo], jobs), str(plan.path))   # before any cell
+    from solvers.core.progress import Progress
+    # on by default: a bar in a terminal, plain lines in a log (at least one per interval)
+    enabled = progress if progress is not None else True
+    bar = Progress("sweep", unit="cell", enabled=enabled).phase("cells", len(plan.tasks))
+    bar(skipped)
     computed = 0
 
     def on_result(task, result):
@@ -351,14 +367,25 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
         elif scheduler is not None:
             _run_dask(todo, scheduler, on_result)
         else:
-            from solvers.sim.simulate import available_cpus
-            jobs = min(n_jobs or available_cpus(), len(todo))
             if jobs == 1:
                 _run_serial(todo, on_result)
             else:
                 _run_processes(todo, jobs, on_result)
     finally:
-        bar.close()
+        bar.close(done=computed + skipped == len(plan.tasks))
     dataset = _write_dataset(plan, assemble(plan))
-    return dict(computed=computed, skipped=skipped, total=len(plan.tasks),
-                missing=len(plan.tasks) - skipped - computed, dataset=str(dataset))
+    stats = dict(computed=computed, skipped=skipped, total=len(plan.tasks),
+                 missing=len(plan.tasks) - skipped - computed, dataset=str(dataset))
+    _write_summary(plan, stats, time.perf_counter() - started)
+    return stats
+
+
+def _write_summary(plan: Plan, stats: dict, wall_s: float) -> None:
+    """``sweep.json`` next to the dataset: the counts and ``meta`` (version, time, the spec as
+    it ran); given back to ``sweep`` as the spec, it recomputes the same cells."""
+    from solvers import __version__
+    path = plan.out / "sweep.json"
+    doc = dict(stats, meta={"version": __version__, "wall_s": wall_s, "spec": plan.resolved})
+    tmp = path.with_name(f"sweep.json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, path)

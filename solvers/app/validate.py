@@ -19,7 +19,8 @@ Limits (environment variables raise them for a big machine or a long job):
     carry their own caps, in solvers/app/cli/bayes.py and kernel.py).
 
 Which check sizes which subcommand:
-  solve, sweep cells       `check_solve` (trajectory memory and time in [solve] basis at its dps)
+  solve, sweep cells       `check_solve` (trajectory memory in [solve] basis at its dps), then
+                           solvers.app.sizing.size_solve (the time of the route that will run)
   simulate                 `check_simulation` (steps x generator rate, holdout samples, seeds)
   linear curve | window | feature-scaling   `check_linear` (the route: modes / companion /
                            levels at route_dps, the O(L) window, Eq. 88 with n_W Haar matrices)
@@ -152,12 +153,25 @@ def _bytes_per_number(dps) -> float:
     return 64.0 + dps / math.log10(2) / 8      # arb: header + mantissa limbs
 
 
+def parsed_activation(text: str | None) -> str | None:
+    """An activation as the generation estimate reads it: the name, or ``x**d`` with d the
+    degree of the parsed polynomial (exact, without SymPy) -- not the powers written in the
+    text: x*x*x*x*x*x is of degree 6, x**3 - x**3 + x is linear."""
+    if text is None or text in ("erf", "relu", "linear"):
+        return text
+    from solvers.sim.family import parse_activation
+    act = parse_activation(text)
+    if act.name in ("erf", "relu", "linear"):
+        return act.name
+    return f"x**{len(act.exact) - 1}"
+
+
 def _codegen_seconds(K: int, M: int, student: str = "erf", teacher: str | None = None) -> float:
     """Time to derive and print the modules of a system not checked in: the model the registry
     announces (:func:`solvers.core.codegen_time.estimate_seconds`, erf's measured law times the
-    fitted factor of the student's and the teacher's activations)."""
+    fitted factor of the student's and the teacher's activations, by their parsed degree)."""
     from solvers.core.codegen_time import estimate_seconds
-    return estimate_seconds(student, K, M, teacher=teacher)
+    return estimate_seconds(parsed_activation(student), K, M, teacher=parsed_activation(teacher))
 
 
 def check_generated_system(spec) -> None:
@@ -169,7 +183,8 @@ def check_generated_system(spec) -> None:
     linear = m.student == m.teacher == "linear"
     if not linear and not (m.is_plain and (m.K, m.M) in ((1, 1), (2, 2))):
         est = _codegen_seconds(m.K, m.M, m.student, m.teacher)
-        mem = estimate_peak_bytes(m.student, m.K, m.M, teacher=m.teacher)
+        mem = estimate_peak_bytes(parsed_activation(m.student), m.K, m.M,
+                                  teacher=parsed_activation(m.teacher))
         if est > time_limit() or mem > memory_limit():
             pair = m.student if m.student == m.teacher else f"{m.student}/{m.teacher}"
             raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M} ({pair}): deriving the "
@@ -298,7 +313,8 @@ def check_spectrum(spec, label="[data] L") -> None:
 
 def check_solve(spec) -> None:
     """The ODE solve of ``[solve]`` in the basis and at the precision it will run at: the stored
-    trajectory's memory and a lower bound on its time; ValueError (one line) when refused."""
+    trajectory's memory; ValueError (one line) when refused.  Its time is sized by the route
+    that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
     m, d, s = spec.model, spec.data, spec.solve
     check_spectrum(spec)
     limit = memory_limit()
@@ -310,14 +326,7 @@ def check_solve(spec) -> None:
                          f"basis = {s.basis}, dps = {dps}: the trajectory needs about "
                          f"{_gib(need)} of memory (limit {_gib(limit)}, "
                          f"SCALING_ODES_MAX_MEMORY_GB)")
-    if not isinstance(dps, str):
-        # a lower bound: >= 100 steps x 13 stages x ~50 operations per state entry
-        per_op = 2e-7 * max(1.0, dps / 100) ** 1.6
-        est = 100 * 13 * 50 * state * per_op
-        if est > time_limit():
-            raise ValueError(f"[solve] dps = {dps} with L = {d.L} (basis = {s.basis}): the "
-                             f"solve would take at least {_hours(est)} (limit "
-                             f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
+    # its time: solvers.app.sizing.size_solve (the model that also announces the run)
 
 
 # ---- plateau, asymptotic ----------------------------------------------------------------------
@@ -368,21 +377,24 @@ MAX_EPS_HOLDOUT = 10 ** 7
 # `simulate` at N = 2^10 .. 2^20 on this machine class under a load of ~15 on 2 cores and
 # divided by that slowdown (~7x, checked against a report of ~27 h for alpha N = 2^20 x 10^5
 # numpy steps on an idle machine); BENCHMARKS.md, section "validation: sizing constants".
+# numpy re-measured as CPU time (simulate, K = M = 2, L = 4, N = 1024, α = 200): 7.7e-9, and
+# float32 1.05e-9 (N = 1024) / 1.17e-9 (N = 8192), as above (BENCHMARKS.md, "Sizing model").
 _STEP_SECONDS = {            # generator -> (N <= 16384, N > 16384) seconds per step per N
     "xoshiro": (1.5e-9, 2.7e-9),
     "float32": (1.0e-9, 1.8e-9),
-    "numpy": (2.4e-9, 3.5e-9),
+    "numpy": (7.5e-9, 1.1e-8),
 }
 # one holdout sample: N normals from NumPy and K + M dot products of length N (measured the same
 # way: 0.9-1.4e-7 s per sample per N under the load, 2e-8 idle)
 _HOLDOUT_SECONDS = 2e-8      # per sample per N
 
 
-# The family's numba loops (solvers/sim/family_kernels.py, one thread) against today's kernels,
-# per sample: 0.64-0.73 of the C kernel's rate at B = 1, 0.58-0.65 at B = 4 (N = 256 and 1024,
-# K = M = 2, whatever the variant; BENCHMARKS.md, "Simulator: the committee-machine family"),
-# so 1 / 0.58.
-FAMILY_LOOP_SLOWDOWN = 1.7
+# The family's numba loops (solvers/sim/family_kernels.py, one thread) against the default
+# float32 kernel, per sample and N, as CPU time of whole runs (K = M = 2, L = 4, N = 1024):
+# label noise 5.2e-9, batch_size = 4 3.6e-9, against 1.05e-9 (BENCHMARKS.md, "Sizing model";
+# the factor 1.7 measured before was against the older C kernel's rate and missed batched runs
+# by ~6x).
+FAMILY_LOOP_SLOWDOWN = 4.5
 
 
 def step_seconds(N: int, K: int, M: int, generator: str = "xoshiro") -> float:

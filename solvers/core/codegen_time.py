@@ -68,7 +68,9 @@ FACTOR_N_MIN = 7             # the smallest measured n
 
 def activation_kind(activation: str) -> str:
     """``"erf"``, ``"relu"``, ``"linear"``, ``"poly2"`` (a polynomial of degree <= 2) or
-    ``"poly"`` (degree >= 3), read from the activation's name or polynomial string.
+    ``"poly"`` (degree >= 3), read from the activation's name or polynomial string: a
+    canonical (expanded) text, as a SystemKey holds it; a spec's raw text goes through
+    ``solvers.app.validate.parsed_activation`` first (x*x*x names no power).
 
     >>> activation_kind("x**3 - 3*x"), activation_kind("x^2 + 1"), activation_kind("relu")
     ('poly', 'poly2', 'relu')

@@ -8,8 +8,9 @@ goes:
 * a terminal: a tqdm bar per phase, kept on screen when the phase ends;
 * a notebook (IPython kernel): ``tqdm.auto``'s widget;
 * anything else (a log file, a pipe, a CI job): plain lines, one each time another ~10 % of the
-  phase is done and one when it ends, with no carriage returns, e.g.
-  ``solve: run 1/2 at 190 digits: alpha 1200/5000 (24 %)``.
+  phase is done, at least one every ``SCALING_ODES_PROGRESS_INTERVAL`` seconds (default 10;
+  a heartbeat thread writes it when the work itself has not moved on) and one when it ends,
+  with no carriage returns, e.g. ``solve: run 1/2 at 190 digits: alpha 1200/5000 (24 %)``.
 
 Positions and totals are integers (α = 1173.2 shows as 1173).  Short phases stay silent: nothing
 is shown before ``delay`` seconds (a bar: DEFAULT_DELAY = 0.5; plain lines: PLAIN_DELAY = 10, so
@@ -37,7 +38,9 @@ import contextlib
 import math
 import os
 import sys
+import threading
 import time
+import weakref
 
 MODES = ("tty", "plain", "notebook", "off")
 DEFAULT_DELAY = 0.5     # seconds before a bar shows (short runs stay silent)
@@ -45,6 +48,25 @@ DEFAULT_DELAY = 0.5     # seconds before a bar shows (short runs stay silent)
 # one-line error alone on stderr (the command line's contract for failures)
 PLAIN_DELAY = 10.0
 ENV = "SCALING_ODES_PROGRESS"
+INTERVAL_ENV = "SCALING_ODES_PROGRESS_INTERVAL"
+PLAIN_INTERVAL = 10.0   # a log hears from a run at least this often (seconds)
+MIN_INTERVAL = 0.05
+
+
+# when the last plain line of any phase was written (time.perf_counter): a heartbeat stays
+# quiet while some display is already saying where the work stands
+_last_plain_line = [0.0]
+
+
+def plain_interval() -> float:
+    """Seconds between plain lines at the most (and before the first one): PLAIN_INTERVAL
+    unless ``SCALING_ODES_PROGRESS_INTERVAL`` says otherwise (a test's short run, a terse
+    log); never below MIN_INTERVAL."""
+    try:
+        value = float(os.environ.get(INTERVAL_ENV, PLAIN_INTERVAL))
+    except ValueError:
+        return PLAIN_INTERVAL
+    return max(value, MIN_INTERVAL) if math.isfinite(value) else PLAIN_INTERVAL
 
 
 def _in_notebook() -> bool:
@@ -89,6 +111,17 @@ class Phase:
         self._shown = False
         self._next_decile = 1
         self._closed = False
+        self._last_line = self.started
+        self._lock = threading.Lock()
+        self._stop = None
+        if owner.mode == "plain":
+            # a phase whose ticks are sparse (one slow step, a silent library call) still
+            # says where it stands at least once per interval
+            # (a weak reference: a phase dropped without close() ends its heartbeat too)
+            self._stop = threading.Event()
+            threading.Thread(target=_heartbeat, args=(weakref.ref(self), self._stop,
+                                                      owner.interval),
+                             daemon=True, name="progress-heartbeat").start()
         if owner.mode in ("tty", "notebook"):
             if owner.mode == "notebook":
                 from tqdm.auto import tqdm
@@ -123,17 +156,21 @@ class Phase:
     def _line(self, tail: str) -> None:
         pct = 100 * self.n // self.total
         text = f"{self.title}: {self.owner.unit_name} {self.n}/{self.total} ({pct} %){tail}"
-        try:
-            self.owner.stream.write(text + "\n")
-            self.owner.stream.flush()
-        except (ValueError, OSError):     # a closed stream: progress is never worth a failure
-            pass
-        self._shown = True
+        with self._lock:
+            try:
+                self.owner.stream.write(text + "\n")
+                self.owner.stream.flush()
+            except (ValueError, OSError):  # a closed stream: progress is never worth a failure
+                pass
+            self._shown = True
+            self._last_line = _last_plain_line[0] = time.perf_counter()
 
     def close(self, done: bool = False) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._stop is not None:
+            self._stop.set()
         if done:
             self(self.total)
         if self._bar is not None:
@@ -154,27 +191,73 @@ class Phase:
         return False
 
 
+def _heartbeat(ref, stop: threading.Event, interval: float) -> None:
+    """A plain phase's line once per ``interval`` when nothing else was written meanwhile."""
+    while not stop.wait(min(interval, 1.0)):
+        ph = ref()
+        if ph is None:
+            return
+        now = time.perf_counter()
+        if now - ph.started >= ph.owner.delay and now - _last_plain_line[0] >= interval:
+            ph._line(f" after {now - ph.started:.0f} s")
+        del ph
+
+
+@contextlib.contextmanager
+def heartbeat(desc: str, stream=None):
+    """Around a whole command: in the plain form, a line ``desc: working, 40 s so far`` whenever
+    no progress line has been written for an interval (set-up, compilation, a computation
+    without a display of its own), so that a log hears from a run at least once per interval.
+    Nothing in a terminal or notebook (their bars say it) or when progress is off, and nothing
+    before the first interval: a short run that fails leaves its one error line alone."""
+    stream = sys.stderr if stream is None else stream
+    if choose_mode(stream) != "plain":
+        yield
+        return
+    interval, started, stop = plain_interval(), time.perf_counter(), threading.Event()
+
+    def beat():
+        while not stop.wait(min(interval, 1.0)):
+            now = time.perf_counter()
+            if now - started >= interval and now - _last_plain_line[0] >= interval:
+                _last_plain_line[0] = now
+                try:
+                    stream.write(f"{desc}: working, {now - started:.0f} s so far\n")
+                    stream.flush()
+                except (ValueError, OSError):
+                    return
+
+    thread = threading.Thread(target=beat, daemon=True, name="progress-heartbeat")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
 class Progress:
     """A titled progress display made of labelled phases (see the module docstring).
 
     desc: the title ("solve"); unit: tqdm's unit ("α", "step", "seed"); unit_name: the word in
     plain lines (default "alpha" for "α", else the unit); stream: default sys.stderr;
     mode: one of MODES or None (automatic); enabled: False shows nothing (same as mode "off");
-    delay: seconds before anything is shown (default DEFAULT_DELAY; PLAIN_DELAY for plain
-    lines).
+    delay: seconds before anything is shown (default DEFAULT_DELAY; for plain lines the
+    interval); interval: at most this many seconds between plain lines (default
+    :func:`plain_interval`).
     """
 
     def __init__(self, desc: str, *, unit: str = "α", unit_name: str | None = None,
                  stream=None, mode: str | None = None, enabled: bool = True,
-                 delay: float | None = None):
+                 delay: float | None = None, interval: float | None = None):
         self.desc, self.unit = desc, unit
         self.unit_name = unit_name or ("alpha" if unit == "α" else unit)
         self.stream = sys.stderr if stream is None else stream
         if mode is not None and mode not in MODES:
             raise ValueError(f"progress mode must be one of {MODES}, got {mode!r}")
         self.mode = "off" if not enabled else (mode or choose_mode(self.stream))
+        self.interval = float(interval) if interval is not None else plain_interval()
         if delay is None:
-            delay = PLAIN_DELAY if self.mode == "plain" else DEFAULT_DELAY
+            delay = min(PLAIN_DELAY, self.interval) if self.mode == "plain" else DEFAULT_DELAY
         self.delay = float(delay)
 
     def phase(self, label: str, total) -> Phase:

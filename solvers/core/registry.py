@@ -181,6 +181,15 @@ def cached_module(key: SystemKey, target: str) -> Path:
     return path
 
 
+def printed(key: SystemKey) -> bool:
+    """Whether the modules of ``key`` exist (checked in, or in the cache) without printing
+    them: a solve of it starts without a generation."""
+    if key in CHECKED_IN:
+        return True
+    folder = cache_dir() / _source_hash()
+    return all((folder / f"{codegen.module_name(key, t)}.py").exists() for t in _targets(key))
+
+
 def ensure_printed(key: SystemKey) -> None:
     """Print the modules of ``key`` into the cache now unless they are checked in or cached
     (without importing them): callers about to fork call it first, so that the printing

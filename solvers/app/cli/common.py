@@ -62,11 +62,27 @@ def _probe_directory(directory: Path, what: str) -> None:
                        f"({exc.strerror or type(exc).__name__})") from None
 
 
+def check_figure_file(path, option: str = "--plot") -> None:
+    """Refuse, before any work, a figure path matplotlib cannot write: its suffix must name a
+    format of ``savefig`` (the format follows the suffix) and the file must be writable."""
+    from matplotlib.backend_bases import FigureCanvasBase
+    formats = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if suffix not in formats:
+        got = f"the suffix '.{suffix}'" if suffix else "no suffix"
+        raise CliError(f"{option} {path}: {got} names no figure format (use one of "
+                       f"{', '.join('.' + f for f in sorted(formats))})")
+    check_writable_file(path, option)
+
+
 def check_outputs(args) -> None:
     """Every subcommand's output paths, checked before it computes anything."""
     out = getattr(args, "output", None)
     if out:
         check_writable_file(out, "-o")
+    plot = getattr(args, "plot", None)
+    if isinstance(plot, (str, os.PathLike)) and plot:
+        check_figure_file(plot, "--plot")
     directory = getattr(args, "out", None)
     if isinstance(directory, (str, os.PathLike)) and directory:
         check_writable_dir(directory, "--out")

@@ -13,8 +13,6 @@ readout: RMS of v_sim − v_theory over seeds, α and units), ``meta``.
 """
 from __future__ import annotations
 
-import sys
-
 from solvers.app.cli.common import emit, spec_command
 
 
@@ -22,7 +20,11 @@ def cmd_compare(args) -> int:
     from solvers.app.compare import compare_spec
     from solvers.app.spec import load_spec
     spec = load_spec(args.spec, extra_sections=("simulate",))
-    progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    from solvers.app.simulation import simulate_options
+    from solvers.app.sizing import compare_estimate, sized
+    sized(compare_estimate(spec, simulate_options(spec)), str(args.spec))
+    # on by default, as in simulate: a bar in a terminal, plain lines in a log
+    progress = args.progress if args.progress is not None else True
     result = compare_spec(spec, progress=progress)
     if args.plot:
         save_plot(result, args.plot)
@@ -46,5 +48,5 @@ def register(sub) -> None:
                      "SPEC.toml (same schema as solve, init = \"random\", optional [simulate])")
     p.add_argument("--plot", metavar="FILE", help="write the theory/simulation figure here")
     p.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show progress bars (default: when stderr is a terminal)")
+                   help="show progress (default; a bar in a terminal, plain lines in a log)")
     p.add_argument("--no-progress", dest="progress", action="store_false")

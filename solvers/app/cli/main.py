@@ -26,7 +26,9 @@ def cmd_solve(args) -> int:
     from solvers.app.solve import solve_spec
     from solvers.app.spec import load_spec
     from solvers.core.progress import Progress
-    spec = load_spec(args.spec)
+    from solvers.app.sizing import announce, solve_estimate
+    spec = load_spec(args.spec)           # sized there (sizing.size_solve): refused up front
+    announce(solve_estimate(spec))
     # one labelled phase per run of the policy ("run 1/2: modes RODAS4 float64, rtol 1e-10")
     result = solve_spec(spec, progress=Progress("solve"))
     emit(result, args)
@@ -109,7 +111,9 @@ def main(argv=None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             check_outputs(args)              # an unwritable -o / --out fails before any work
-            code = args.func(args)
+            from solvers.core.progress import heartbeat
+            with heartbeat(f"scaling-odes {args.command}"):
+                code = args.func(args)
         if caught:
             first = " ".join(str(caught[0].message).split())[:200]
             print(f"scaling-odes: warning: {len(caught)} warning(s) during the run; first: "

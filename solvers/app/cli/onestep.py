@@ -124,7 +124,14 @@ def cmd_sim(args, st, sec, sim) -> dict:
 
     import numpy as np
 
+    from solvers.app.sizing import onestep_sim_estimate, sized
     from solvers.theory.onestep.simulate import measure_step, repeat
+    try:                                # seeds x kinds x alpha, announced and capped
+        alphas = list(sec["alpha"])
+        sized(onestep_sim_estimate(st, alphas, sim, sim_bytes(st, alphas, sim)),
+              f"{args.spec}: [sim]")
+    except ValueError as e:
+        raise CliError(str(e)) from None
     out = _theory(st, sec)
     t0 = time.perf_counter()
     seeds = list(range(sim["seeds"]))

@@ -106,7 +106,10 @@ def simulate_spec(spec, progress: bool = False) -> dict:
     wall = time.perf_counter() - started
     runs = [result_to_json(r) for r in results]
     out = dict(runs[0])
-    out["meta"] = dict(out["meta"], wall_s=wall)
+    from solvers.app.spec import resolved_spec
+    # the spec as it ran (the [simulate] options resolved): fed back as a .json spec it
+    # re-runs to these numbers
+    out["meta"] = dict(out["meta"], wall_s=wall, spec=resolved_spec(spec, simulate=options))
     if len(seeds) > 1:
         eps = np.array([r.eps_g for r in results])
         out["ensemble"] = {"seeds": seeds, "eps_g_mean": eps.mean(axis=0).tolist(),
@@ -119,6 +122,9 @@ def simulate_spec(spec, progress: bool = False) -> dict:
 def cmd_simulate(args) -> int:
     from solvers.app.cli.common import emit
     spec = load_spec(args.spec, extra_sections=("simulate", "sweep"), sizing=None)
+    from solvers.app.simulation import simulate_options
+    from solvers.app.sizing import announce, simulate_estimate
+    announce(simulate_estimate(spec, simulate_options(spec)))   # refused there when too large
     # on by default: a bar in a terminal, plain lines (one per ~10 %) in a log
     # (solvers.core.progress); several seeds show one display labelled "seeds"
     progress = args.progress if args.progress is not None else True
@@ -149,6 +155,6 @@ def register(sub) -> None:
     w.add_argument("--max-cells", type=int,
                    help="stop after computing this many cells (the rest on a later run)")
     w.add_argument("--progress", dest="progress", action="store_true", default=None,
-                   help="show a progress bar (default: when stderr is a terminal)")
+                   help="show progress (default; a bar in a terminal, plain lines in a log)")
     w.add_argument("--no-progress", dest="progress", action="store_false")
     w.set_defaults(func=cmd_sweep)

@@ -1,0 +1,146 @@
+"""The sizing model (solvers/app/sizing.py) against measurement, in the same test run: each
+request is run as a whole ``scaling-odes`` process and its CPU time (user + system of the
+process and its children, so a loaded machine stretches it far less than the wall time)
+is compared with the estimate the command would announce.  The measured/estimated ratio
+must lie in [0.5, 2] (the fit points of the model lie within 0.69 .. 1.7, BENCHMARKS.md §40).
+
+The reference is the measurement itself; the estimate is computed before the run from the
+spec alone.  The default suite runs two requests (a solve and a simulation); ``make verify``
+runs twelve across solve (every route), simulate, compare and sweep.
+
+Compiling the simulator's and the stiff solver's kernels is a one-time cost per cache (a few
+seconds) that the model leaves out: each request is run once at alpha_max = 1 first, untimed,
+in the test session's private cache.
+"""
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py): measured time
+
+SCALING_ODES = str(Path(sys.executable).with_name("scaling-odes"))
+
+
+def _spec(L, eta, alpha_max, *, K=2, N=1024, solve="", training="", simulate="", tail=""):
+    return (f"[model]\nK = {K}\nM = {K}\n[data]\nL = {L}\nN = {N}\n[training]\neta = {eta}\n"
+            f"sigma_J = 0.1\n{training}\n[solve]\nalpha_max = {alpha_max}\nn_points = 20\n"
+            f"{solve}\n[simulate]\n{simulate}\n{tail}")
+
+
+# name: (command, spec text); 1-10 s of CPU each on this machine class
+REQUESTS = {
+    "solve-rk78": ("solve", _spec(4, 0.5, 100)),
+    "simulate": ("simulate", _spec(4, 0.5, 200)),
+}
+FULL_REQUESTS = {
+    **REQUESTS,
+    "solve-rodas4": ("solve", _spec(16, 0.5, 100)),
+    "solve-rk78-L16": ("solve", _spec(16, 0.1, 300)),
+    "solve-rodas4-order1": ("solve", _spec(16, 0.5, 300, training="order = 1")),
+    "solve-noise-rk78": ("solve", _spec(16, 0.5, 100, training="noise = 0.01")),
+    "solve-modes-flint": ("solve", _spec(4, 0.5, 100, solve="digits = 12")),
+    "solve-levels-flint": ("solve", _spec(8, 0.5, 100, solve="basis = \"levels\"")),
+    "simulate-batch": ("simulate", _spec(4, 0.5, 50, training="batch_size = 4")),
+    "simulate-numpy": ("simulate", _spec(4, 0.5, 100, simulate="generator = \"numpy\"")),
+    "compare": ("compare", _spec(4, 0.5, 50)),
+    "sweep": ("sweep", _spec(4, 0.5, 30, tail="[sweep]\nn_jobs = 1\n[sweep.axes]\n"
+                                             "seed = [0, 1]\n")),
+}
+
+
+def _estimate(command, path):
+    from solvers.app import sizing
+    from solvers.app.simulation import simulate_options
+    from solvers.app.spec import load_spec
+    spec = load_spec(path, extra_sections=("simulate", "sweep"))
+    if command == "solve":
+        return sizing.solve_estimate(spec)
+    if command == "simulate":
+        return sizing.simulate_estimate(spec, simulate_options(spec))
+    if command == "compare":
+        return sizing.compare_estimate(spec, simulate_options(spec))
+    from solvers.app.sweep import Plan, _cell
+    plan = Plan(path, out=path.with_suffix(".sweep"))
+    return sizing.sweep_estimate([_cell(t) for t in plan.tasks], 1)
+
+
+def _measure(command, path, out):
+    args = [SCALING_ODES, command, str(path)] + (
+        ["--out", str(out)] if command == "sweep" else ["-o", str(out)])
+    # serial pairs: the CPU time is the same either way, and two concurrent requests of other
+    # users then cannot starve a forked child
+    env = dict(os.environ, SCALING_ODES_SERIAL="1", SCALING_ODES_PROGRESS="off")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert proc.returncode == 0, proc.stderr
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def _check(tmp_path, requests, monkeypatch):
+    monkeypatch.setenv("SCALING_ODES_SERIAL", "1")      # the estimate of the same setting
+    ratios = {}
+    for name, (command, text) in requests.items():
+        warm = tmp_path / f"{name}-warm.toml"
+        warm.write_text(re.sub(r"alpha_max = \S+", "alpha_max = 1", text))
+        _measure(command, warm, tmp_path / f"{name}-warm.out")
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text)
+        est = _estimate(command, path)
+        cpu = _measure(command, path, tmp_path / f"{name}.out")
+        ratios[name] = (round(cpu / est.cpu_s, 2), round(cpu, 2), round(est.cpu_s, 2),
+                        est.route)
+    print(json.dumps(ratios, indent=1))
+    bad = {k: v for k, v in ratios.items() if not 0.5 <= v[0] <= 2.0}
+    assert not bad, bad
+
+
+def test_estimates_match_measured_cpu_time(tmp_path, monkeypatch):
+    _check(tmp_path, REQUESTS, monkeypatch)
+
+
+@pytest.mark.full
+def test_estimates_match_measured_cpu_time_across_commands(tmp_path, monkeypatch):
+    _check(tmp_path, FULL_REQUESTS, monkeypatch)
+
+
+def test_the_estimate_is_announced_and_the_refusal_comes_from_it(tmp_path, capsys,
+                                                                 monkeypatch):
+    """One line before the work (route, precision, time, memory) from the same Estimate that
+    refuses a request beyond the limit."""
+    from cli_support import run_cli
+    from solvers.app import sizing
+    path = tmp_path / "big.toml"
+    path.write_text(_spec(64, 0.5, 3000, solve="digits = 12\nbasis = \"levels\""))
+    monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "0.0001")
+    code, out, err = run_cli(["solve", path], capsys)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "levels/flint/taylor/settle" in lines[0] \
+        and "SCALING_ODES_MAX_HOURS" in lines[0], err
+    monkeypatch.delenv("SCALING_ODES_MAX_HOURS")
+    monkeypatch.setenv("SCALING_ODES_PROGRESS", "plain")
+    from solvers.app.spec import load_spec
+    est = sizing.solve_estimate(load_spec(path))
+    sizing.announce(est)
+    line = capsys.readouterr().err.strip()
+    assert line == est.line() and "levels/flint/taylor/settle" in line and "MiB" in line
+
+
+def test_generation_is_sized_by_the_parsed_polynomial():
+    """The degree of the parsed polynomial, not the powers in its text: x*x*x*x*x*x is sized as
+    x**6 (it passed as degree <= 2 before), x**3 - x**3 + x as the linear activation, and a
+    linear/linear system by its own law."""
+    from solvers.app.validate import _codegen_seconds, parsed_activation
+    from solvers.core.codegen_time import estimate_seconds
+    assert parsed_activation("x*x*x*x*x*x") == "x**6"
+    assert _codegen_seconds(30, 30, "x*x*x*x*x*x") == estimate_seconds("x**6", 30, 30)
+    assert _codegen_seconds(30, 30, "x*x*x*x*x*x") > 10 * estimate_seconds("x**2", 30, 30)
+    assert _codegen_seconds(6, 6, "x**3 - x**3 + x") == estimate_seconds("linear", 6, 6)
+    assert _codegen_seconds(6, 6, "linear") < estimate_seconds("erf", 6, 6) / 10
