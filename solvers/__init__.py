@@ -1,14 +1,15 @@
 """Numeric layer: integrators, exact solutions, simulators, the command line and the Python API.
 
 ``from solvers import solve, simulate, compare, load_spec`` (and ``linear``, ``plateau``,
-``asymptotic``, ``bayes``, ``kernel``, ``plrf``, ``derive``): the command line's computations as
+``asymptotic``, ``floor``, ``bayes``, ``kernel``, ``plrf``, ``derive``): the command line's computations as
 functions of a spec (a dict of the TOML schema, a TOML path or a parsed Spec); see
 :mod:`solvers.api`.  They are loaded on first use, so ``import solvers.core…`` stays light.
 """
 
 __version__ = "0.1.0"
 
-_API = ("load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "bayes",
+_API = ("load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "floor",
+        "bayes",
         "kernel", "plrf", "derive", "SpecError", "PrecisionLost", "Result", "SolveResult",
         "SimulateResult", "CompareResult", "DeriveResult")
 __all__ = ["__version__", *_API]

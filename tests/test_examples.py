@@ -57,7 +57,7 @@ def test_every_example_has_a_run_line():
     names = {tuple(w for w in argv[:2] if not w.endswith(".toml"))
              for path in EXAMPLES for argv in run_lines(path)}
     for command in (("solve",), ("simulate",), ("linear", "curve"), ("linear", "window"),
-                    ("linear", "feature-scaling"), ("plateau",), ("asymptotic",), ("sweep",),
+                    ("linear", "feature-scaling"), ("plateau",), ("asymptotic",), ("floor",), ("sweep",),
                     ("bayes",), ("bayes", "transitions"), ("bayes", "limit"), ("kernel",),
                     ("kernel-mc",), ("compare",), ("onestep",), ("onestep-sim",), ("plrf", "curve"),
                     ("plrf", "frontier"), ("plrf", "simulate")):

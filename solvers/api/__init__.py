@@ -16,6 +16,7 @@ function           subcommand                                 returns
 ``linear``         ``scaling-odes linear curve|window|…``     the JSON dict
 ``plateau``        ``scaling-odes plateau``                   the JSON dict
 ``asymptotic``     ``scaling-odes asymptotic``                the JSON dict
+``floor``          ``scaling-odes floor``                     the JSON dict
 ``bayes``          ``scaling-odes bayes [transitions|limit]`` the JSON dict
 ``kernel``         ``scaling-odes kernel`` / ``kernel-mc``    the JSON dict
 ``plrf``           ``scaling-odes plrf curve|frontier|…``     the JSON dict
@@ -55,9 +56,9 @@ and checked by a second run):
 from solvers.api.inputs import SpecError
 from solvers.api.results import (CompareResult, DeriveResult, Result, SimulateResult,
                                  SolveResult)
-from solvers.api.run import (asymptotic, bayes, compare, derive, kernel, linear, load_spec,
-                             plateau, plrf, simulate, solve)
+from solvers.api.run import (asymptotic, bayes, compare, derive, floor, kernel, linear,
+                             load_spec, plateau, plrf, simulate, solve)
 
-__all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic",
+__all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "floor",
            "bayes", "kernel", "plrf", "derive", "SpecError", "Result", "SolveResult",
            "SimulateResult", "CompareResult", "DeriveResult"]

@@ -26,7 +26,7 @@ DICT_NAME = "<spec>"       # how error messages name a spec given as a dict
 # solve, simulate, asymptotic, ...); each section is validated where it is read
 _COMMON = (*COMMON_EXTRA, *OTHER_SECTIONS)
 SECTIONS = {name: _COMMON for name in ("solve", "simulate", "compare", "linear", "plateau",
-                                       "asymptotic", "derive", "any")}
+                                       "asymptotic", "floor", "derive", "any")}
 
 # entry points whose work is the ODE solve of [solve], sized when the spec is read; the others
 # size the route they run when they run it (simulation steps, linear route, plateau fixed point)

@@ -202,6 +202,13 @@ def asymptotic(spec) -> dict:
     return _plateau_family(spec, "asymptotic")
 
 
+def floor(spec) -> dict:
+    """``scaling-odes floor``: the long-time ε_g of a variant with label noise or weight decay
+    (the fixed point of its ODEs), its slowest relaxation rate, and the linear-response
+    estimate where it applies."""
+    return _plateau_family(spec, "floor")
+
+
 def _plateau_family(spec, which):
     from solvers.app.cli import plateau as cli
     from solvers.app.validate import check_plateau
@@ -212,7 +219,8 @@ def _plateau_family(spec, which):
     except ValueError as e:          # worded as the command line words it
         raise SpecError(" ".join(f"{spec.path}: {e}".split())) from None
     with user_errors():
-        out = (cli.plateau_result if which == "plateau" else cli.asymptotic_result)(spec)
+        out = {"plateau": cli.plateau_result, "asymptotic": cli.asymptotic_result,
+               "floor": cli.floor_result}[which](spec)
         out["meta"] = cli._meta(spec, started)
         cli._check_finite(out)
     return out

@@ -1,4 +1,6 @@
-"""``scaling-odes plateau SPEC.toml`` and ``scaling-odes asymptotic SPEC.toml``.
+"""``scaling-odes plateau SPEC.toml``, ``scaling-odes asymptotic SPEC.toml`` and
+``scaling-odes floor SPEC.toml`` (the long-time ε_g with label noise or weight decay:
+:func:`floor_result`).
 
 Two routes, named by the ``route`` key of the JSON:
 
@@ -62,7 +64,8 @@ from solvers.app.cli.common import spec_command
 def register(sub) -> None:
     for name, result_of, text in (
             ("plateau", plateau_result, "symmetric plateau: fixed point, escape"),
-            ("asymptotic", asymptotic_result, "linearised convergence near perfect learning")):
+            ("asymptotic", asymptotic_result, "linearised convergence near perfect learning"),
+            ("floor", floor_result, "the long-time error with label noise or weight decay")):
         spec_command(sub, name, _command(result_of), text)
 
 
@@ -326,14 +329,14 @@ def _trajectory_from(spec, sec, problem):
     return alpha0, after, states, eps, 1 if alpha0 > 0 else 0
 
 
-def asymptotic_numeric_result(spec, sec) -> dict:
+def asymptotic_numeric_result(spec, sec, command="asymptotic") -> dict:
     """The general route (solvers.theory.variants.asymptotic_numeric) at the spec's teacher."""
     from solvers.app.solve import problem_of
     from solvers.theory.asymptotic import matched_permutation
     from solvers.theory.fixed_points import NotVerified
     from solvers.theory.variants import NumericLinearisation, Refused, asymptotic_numeric
     from solvers.core.problem import unpack_state
-    _check_numeric(spec, "asymptotic")
+    _check_numeric(spec, command)
     problem = problem_of(spec)
     K, M = spec.model.K, spec.model.M
     alpha0, after, states, eps, i0 = _trajectory_from(spec, sec, problem)
@@ -352,7 +355,8 @@ def asymptotic_numeric_result(spec, sec) -> dict:
         r = asymptotic_numeric(problem, np.asarray(states[-1], dtype=float), perm, dps=dps,
                                digits=digits, alpha_ode=float(([alpha0] + after)[-1]))
     except (Refused, NotVerified) as e:
-        raise ValueError(f"{spec.path}: no asymptotic linearisation: {e}") from None
+        what = "asymptotic linearisation" if command == "asymptotic" else command
+        raise ValueError(f"{spec.path}: no {what}: {e}") from None
     lin = NumericLinearisation(problem, r)
     alphas = [alpha0] + after
     f = lambda a: np.array([[float(x) for x in row] for row in a])  # noqa: E731
@@ -377,6 +381,48 @@ def asymptotic_numeric_result(spec, sec) -> dict:
                                              r["digits"]["eigenvalues"])},
         "dps": r["dps"],
     }
+
+
+# -- floor ------------------------------------------------------------------------------------
+
+def floor_result(spec) -> dict:
+    """``scaling-odes floor``: the clean ε_g at the fixed point that label noise or weight decay
+    moves off perfect learning (the numeric asymptotic route: Newton from the end of the
+    integrated trajectory, verified by a rerun), the slowest relaxation rate, and, where it
+    applies, the linear-response estimate (solvers.theory.floor) beside it."""
+    from solvers.app.solve import problem_of
+    from solvers.theory.floor import linear_response, linear_response_refusal
+    from solvers.theory.variants import _readout_numbers, _teacher_matrices
+    tr, m = spec.training, spec.model
+    if tr.weight_decay == 0 and (tr.noise == 0 or tr.order == 1):
+        raise ValueError(f"{spec.path}: no floor: without label noise (at order 2) or weight "
+                         f"decay a student that can learn its teacher reaches eps_g = 0; set "
+                         f"[training] noise or weight_decay")
+    sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
+    r = asymptotic_numeric_result(spec, sec, command="floor")
+    out = {"eps_floor": r["eps_floor"], "digits": r["digits"]["eps_floor"],
+           "decimal": r["decimal"]["eps_floor"], "rates": r["rates"],
+           "slowest_rate": -max(r["eigenvalues"]["real"]),
+           "relaxation_alpha": 1 / -max(r["eigenvalues"]["real"]),
+           "fixed_point": r["fixed_point"], "fixed_point_residual": r["fixed_point_residual"],
+           "alpha": r["alpha"], "eps_g_ode": r["eps_g_ode"], "route": "numeric", "dps": r["dps"]}
+    key = m.system_key() if m.readout == "fixed" else None
+    why = linear_response_refusal(key, noise=tr.noise, weight_decay=tr.weight_decay,
+                                  order=tr.order) if key else "a trained readout moves"
+    if why is None:
+        problem = problem_of(spec)
+        num = problem.numeric(_f64())
+        lam = np.asarray(num.lam, dtype=float)
+        Tm = np.asarray(_teacher_matrices(num.T_modes, m.M), dtype=float)
+        T1 = np.tensordot(lam, Tm, axes=1)
+        v = [float(x) for x in _readout_numbers(key)[0]]
+        est = linear_response(key.student, v, T1, float(tr.eta), float(tr.noise),
+                              tr.batch_size)
+        out["linear_response"] = {"eps_floor": est,
+                                  "relative_deviation": r["eps_floor"] / est - 1}
+    else:
+        out["linear_response"] = {"refused": why}
+    return out
 
 
 def _command(result_of):

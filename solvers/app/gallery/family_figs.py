@@ -118,42 +118,14 @@ FIGF1 = Figure("F1", "Committee-machine family: ReLU against erf on one power-la
 
 # ---- F2: label noise ---------------------------------------------------------------------------
 
-def _erf_moment(Q, idx):
-    """<Π_a g'(x_a)> over x ~ N(0, Q) for g = erf(·/√2), g' = √(2/π) e^{−x²/2}, units idx (repeats allowed):
-    (2/π)^{n/2} / √det(1 + diag(m) Q_sub), m the multiplicity of each distinct unit."""
-    units = sorted(set(idx))
-    m = np.diag([idx.count(u) for u in units]).astype(float)
-    sub = np.asarray(Q, float)[np.ix_(units, units)]
-    return (2 / math.pi) ** (len(idx) / 2) / math.sqrt(np.linalg.det(np.eye(len(units)) + m @ sub))
-
-
 def floor_estimate(p, Q_end):
     """The label-noise floor per unit noise variance, from SGD linearised about the teacher (erf,
-    fixed paper readouts v_i = √M/K); an independent route to the ODE's late ε_g.
-
-    Near perfect learning the weight error δJ follows, per step,
-    δJ ← δJ − η g gᵀ δJ + η s ε g  (g = ∇_J σ, components v_i g'(x_i) ξ/√N, ε ~ N(0, 1)),
-    so its covariance C obeys  H C + C H − η N <g gᵀ C g gᵀ> = η s² H  at stationarity, H = <g gᵀ>.
-    For large N, H = A ⊗ Σ/N with A_ij = v_i v_j <g'_i g'_j>, and C = X ⊗ 1 solves it with the K×K
-    equation  A X + X A − η B(X) = η s² A,  B(X)_ij = v_i v_j Σ_kl X_kl v_k v_l <g'_i g'_j g'_k g'_l>
-    (|ξ|²/N → Tr Σ/N = 1).  Then ε_g = ½ Tr(A X).  The Gaussian averages are closed forms
-    (``_erf_moment``) at Q_ii, Q_ij of the run's end (≈ the teacher's T at perfect learning).
-    Linearisation: exact to first order in s²; the ODE's own η² term is kept in full.
-    """
-    K, eta = p["K"], p["eta"]
-    v = np.full(K, math.sqrt(K) / K)
-    Q = np.asarray(Q_end, float)
-    A = np.array([[v[i] * v[j] * _erf_moment(Q, [i, j]) for j in range(K)] for i in range(K)])
-    # the linear map X ↦ A X + X A − η B(X) on K×K matrices, as a K²×K² matrix
-    op = np.zeros((K * K, K * K))
-    for k in range(K):
-        for l in range(K):
-            X = np.zeros((K, K)); X[k, l] = 1.0
-            B = np.array([[v[i] * v[j] * v[k] * v[l] * _erf_moment(Q, [i, j, k, l]) for j in range(K)]
-                          for i in range(K)])
-            op[:, k * K + l] = (A @ X + X @ A - eta * B).ravel()
-    X = np.linalg.solve(op, eta * A.ravel()).reshape(K, K)
-    return 0.5 * float(np.trace(A @ X))
+    fixed paper readouts v_i = √M/K): :func:`solvers.theory.floor.linear_response` at the
+    run's end Q (≈ the teacher's T at perfect learning); an independent route to the ODE's
+    late ε_g."""
+    from solvers.theory.floor import linear_response
+    K = p["K"]
+    return linear_response("erf", np.full(K, math.sqrt(K) / K), Q_end, p["eta"], 1.0)
 
 
 def f2_compute(p, piece):
