@@ -68,12 +68,30 @@ def simulate_kwargs(spec, options: dict) -> dict:
     """Arguments of ``solvers.sim.simulate.simulate`` (all but seed) for a spec."""
     m, d, t = spec.model, spec.data, spec.training
     return dict(activation=m.activation, K=m.K, M=m.M, N=d.N, eta=float(t.eta),
-                sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
+                sigma_J=float(t.sigma_J), alphas=_step_grid(spec),
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
                 eps_holdout=options["eps_holdout"], generator=options["generator"],
                 **family_kwargs(spec),
                 **_init_kwargs(spec))
+
+
+def _step_grid(spec) -> list:
+    """The [solve] grid, refused (SpecError) when two of its points fall on the same SGD step:
+    the simulator records at whole steps, alpha = round(alpha N) / N, and would otherwise
+    return fewer points than asked."""
+    import numpy as np
+    from solvers.app.spec import SpecError
+    grid, N = spec.solve.alpha_grid(), spec.data.N
+    steps = np.unique(np.rint(np.asarray(grid, dtype=float) * N))
+    if N is not None and len(steps) < len(grid):
+        s = spec.solve
+        what = ("alphas" if s.spacing == "explicit" else f"n_points = {s.n_points}")
+        raise SpecError(f"{spec.path}: [solve] {what}: the simulation records at whole SGD "
+                        f"steps (alpha = steps / N, N = {N}) and this grid falls on only "
+                        f"{len(steps)} distinct steps; give at most {len(steps)} points "
+                        f"({s.spacing} spacing) or a larger N")
+    return grid
 
 
 def _init_kwargs(spec) -> dict:

@@ -123,9 +123,9 @@ def parse_activation(spec) -> Activation:
     c = polynomial_coefficients(spec)
     if len(c) == 1:
         raise ActivationError(
-            f"activation {spec!r} is the constant {c[0]}: its derivative vanishes: a student "
-            "of it gets no gradient and a teacher of it is a constant; use erf, linear, relu or a "
-            "polynomial of degree >= 1")
+            f"activation {spec!r}: it is the constant {c[0]}, whose derivative vanishes (a "
+            "student of it gets no gradient, a teacher of it is a constant); use erf, linear, "
+            "relu or a polynomial of degree >= 1")
     if tuple(c) == (0, 1):
         return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
     return Activation(ACT_POLY, tuple(c), text)
@@ -407,15 +407,12 @@ def _lambdified_I2(a: str, b: str):
     machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
     import hashlib
     import importlib.util
-    import os
     from solvers.core.cachedir import cache_dir
     key = hashlib.sha256(f"{a}\0{b}\0{_derive_sources_hash()}".encode()).hexdigest()[:20]
     path = cache_dir() / "family_I2" / f"I2_{key}.py"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_I2_source(a, b))
-        os.replace(tmp, path)          # atomic: concurrent first uses are safe
+        from derive.codegen import write_atomic     # atomic, and imported before it is cached
+        write_atomic(path, _I2_source(a, b), verify=f"I2 of the pair ({a}, {b})")
     spec = importlib.util.spec_from_file_location(f"_family_I2_{key}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -19,6 +19,7 @@ from solvers.app.cli import onestep as cli_onestep
 from solvers.app.cli import plateau as cli_plateau
 from solvers.app.cli import simulate as cli_simulate
 from solvers.app.cli.common import CliError, check_outputs, emit
+from solvers.core import notices
 
 
 def cmd_solve(args) -> int:
@@ -108,7 +109,10 @@ def main(argv=None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             check_outputs(args)              # an unwritable -o / --out fails before any work
-            code = args.func(args)
+            # notices (a system printed on demand) are printed at the end of a run that
+            # succeeds and dropped from one that fails: its error line stands alone
+            with notices.holding():
+                code = args.func(args)
         if caught:
             first = " ".join(str(caught[0].message).split())[:200]
             print(f"scaling-odes: warning: {len(caught)} warning(s) during the run; first: "
