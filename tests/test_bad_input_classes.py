@@ -13,22 +13,15 @@ import os
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from test_bad_input_fuzz import check_outcome, run
+from test_schema_fuzz import BASE, ONESTEP
 from test_spec_fuzz import _numbers, _toml
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
-BASE = {"model": {"activation": "erf", "K": 2, "M": 2},
-        "data": {"L": 2, "beta": 1, "N": 8},
-        "training": {"eta": 0.5, "sigma_J": 0.1, "seed": 0},
-        "solve": {"alpha_max": 10, "n_points": 3, "spacing": "linear", "basis": "modes",
-                  "dps": "float64", "digits": 6}}
-ONESTEP = {"onestep": {"student_activation": "tanh", "target_activation": "tanh",
-                       "alpha0": 0.5, "eta": 1.0, "width": 1.0, "ridge": 0.01,
-                       "alpha": [1]},
-           "sim": {"d": 40, "seeds": 1, "kinds": ["protocol"]}}
 LONG_SUM = "x" + "+x" * 900                # 1801 characters, nested 900 deep
 DEEP_SIGNS = "-" * 1500 + "x"
 
@@ -66,11 +59,12 @@ CASES = [
     # files that never end
     ("solve", {"training": {"init": {"from": "/dev/zero"}}}, ["init", "/dev/zero"]),
     # a simulated grid never shrinks silently
-    ("simulate", {"solve": {"n_points": 1000000}}, ["n_points = 1000000", "81"]),
+    # (alpha_max = 4 at N = 8: 33 distinct steps)
+    ("simulate", {"solve": {"n_points": 1000000}}, ["n_points = 1000000", "at most 33"]),
     ("compare", {"solve": {"n_points": 1000}}, ["n_points"]),
-    ("simulate", {"solve": {"n_points": 81}}, None),
+    ("simulate", {"solve": {"n_points": 33}}, None),
     # one seed: no standard error, not null
-    ("onestep-sim", ONESTEP, None),
+    ("onestep-sim", {**ONESTEP, "sim": {"d": 40, "seeds": 1, "kinds": ["protocol"]}}, None),
 ]
 
 
@@ -135,3 +129,18 @@ def test_a_degenerate_system_leaves_no_cached_module(tmp_path):
         registry.generate(key, tmp_path, say=lines.append)
     assert key.description in str(err.value) and "\n" not in str(err.value)
     assert not list(tmp_path.glob("*.py"))
+
+
+def test_a_log_grid_below_one_step_is_merged_with_a_warning():
+    """Log-spaced points closer than one SGD step near alpha_min fall on the same step: they
+    are merged and the one warning line says how many (never silently fewer points)."""
+    doc = _doc({"solve": {"alpha_max": 4, "alpha_min": 0.01, "n_points": 20, "spacing": "log"}})
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.toml"
+        path.write_text(_toml(doc))
+        code, out, err, elapsed = run(["simulate", path, "--json", "--no-progress"])
+    res = check_outcome("log grid", code, out, err, elapsed)
+    grid = np.geomspace(0.01, 4, 20)
+    distinct = len(np.unique(np.rint(grid * 8)))        # N = 8
+    assert len(res["alpha"]) == distinct < 20
+    assert f"{20 - distinct} point(s)" in err and "merged" in err and err.count("\n") == 1

@@ -77,20 +77,30 @@ def simulate_kwargs(spec, options: dict) -> dict:
 
 
 def _step_grid(spec) -> list:
-    """The [solve] grid, refused (SpecError) when two of its points fall on the same SGD step:
-    the simulator records at whole steps, alpha = round(alpha N) / N, and would otherwise
-    return fewer points than asked."""
+    """The [solve] grid for the simulator, which records at whole SGD steps (alpha = round(alpha
+    N) / N).  More points than there are steps in [alpha_min, alpha_max] is refused (SpecError);
+    points closer than one step (a log grid near alpha_min) are merged, and a warning says how
+    many: the result's ``alpha`` lists the points recorded, never silently fewer."""
+    import warnings
     import numpy as np
     from solvers.app.spec import SpecError
     grid, N = spec.solve.alpha_grid(), spec.data.N
+    if N is None:
+        return grid
     steps = np.unique(np.rint(np.asarray(grid, dtype=float) * N))
-    if N is not None and len(steps) < len(grid):
-        s = spec.solve
-        what = ("alphas" if s.spacing == "explicit" else f"n_points = {s.n_points}")
+    if len(steps) == len(grid):
+        return grid
+    s = spec.solve
+    what = "alphas" if s.spacing == "explicit" else f"n_points = {s.n_points}"
+    available = int(steps[-1] - steps[0]) + 1
+    if len(grid) > available:
         raise SpecError(f"{spec.path}: [solve] {what}: the simulation records at whole SGD "
-                        f"steps (alpha = steps / N, N = {N}) and this grid falls on only "
-                        f"{len(steps)} distinct steps; give at most {len(steps)} points "
-                        f"({s.spacing} spacing) or a larger N")
+                        f"steps (alpha = steps / N, N = {N}) and alpha {grid[0]:g} .. "
+                        f"{grid[-1]:g} holds only {available}; give at most {available} points "
+                        f"or a larger N")
+    warnings.warn(f"[solve] {what}: {len(grid) - len(steps)} point(s) less than one SGD step "
+                  f"(1/N = {1 / N:g}) from their neighbour were merged: the simulation records "
+                  f"{len(steps)}", UserWarning, stacklevel=2)
     return grid
 
 

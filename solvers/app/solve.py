@@ -81,7 +81,12 @@ def _knobs_of_a_failed_integration(spec: Spec, e: Exception) -> str:
         knobs.append(f"sigma_J = {float(tr.sigma_J):g}")
     if m.student_readout is not None:
         knobs.append(f"[model] student_readout = {[float(x) for x in m.student_readout]}")
-    return (f"the ODEs could not be integrated ({e}): the order parameters diverge or change "
+    why = str(e) if isinstance(e, IntegrationError) else f"{type(e).__name__}: {e}"
+    if why.endswith("(alpha_max)"):             # rk78: the span, not the rates, is the problem
+        return (f"the ODEs could not be integrated ({why[:-12]}): shorten [solve] alpha_max = "
+                f"{spec.solve.alphas[-1] if spec.solve.alphas else spec.solve.alpha_max:g} "
+                f"or raise [solve] dps")
+    return (f"the ODEs could not be integrated ({why}): the order parameters diverge or change "
             f"far faster than the alpha grid; reduce " + " or ".join(knobs))
 
 
@@ -106,7 +111,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
     try:
         traj = run(problem, alphas, basis=spec.solve.basis, dps=spec.solve.dps,
                    digits=spec.solve.digits, progress=progress)
-    except IntegrationError as e:
+    except (IntegrationError, OverflowError, ZeroDivisionError) as e:
+        # an overflow inside the integration is the same event: the state left float range
         raise IntegrationError(_knobs_of_a_failed_integration(spec, e)) from None
     skip = len(alphas) - len(grid)
     eps = traj.eps_g[skip:]

@@ -14,7 +14,10 @@ Printing on demand says so on stderr before it starts, with an estimate
         Taylor jets 0.6 s (beside the printing); 4.1 s of CPU)
 
 (plain lines, also when stderr is not a terminal; between them, for a generation estimated at
-more than PHASE_LINES_FROM seconds, one line as each phase starts).  With a second free CPU the
+more than PHASE_LINES_FROM seconds, one line as each phase starts).  Under the command line
+these notices go through :mod:`solvers.core.notices`: a short generation's lines are printed
+when the command succeeds and dropped when it fails (its error line stands alone); a long one's
+as they come.  With a second free CPU the
 Taylor jets are printed in a forked child beside the solver module (the policy of
 ``solvers.hierarchy.background``; ``SCALING_ODES_SERIAL=1`` turns it off); the CPU time
 reported includes the child's.  Processes that need the same

@@ -340,8 +340,8 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 h_try = h
             if not abs(h_try) > ulp * max(abs(t), abs(span)):
                 why = " after non-finite trial values" if saw_nonfinite else ""
-                if abs(h_try) > ulp * abs(t) and not saw_nonfinite:
-                    # the step is resolvable where it is, but not against the whole span
+                if abs(h_try) > ulp * max(abs(t), 1) and not saw_nonfinite:
+                    # a step that t of order 1 would resolve: too short only against the span
                     why = (f": the range of {ctx.to_float(span):.3g} in t is too long for "
                            f"steps of this size at {ctx.dps} digits (alpha_max)")
                 raise IntegrationError(f"step size underflow (h={ctx.to_float(h_try):.3g}) at "
