@@ -25,8 +25,8 @@ key) to nn2pp's right-hand side with those v, A, and the ε_g printed into ReLU 
 systems to pyscm's closed form.  pyscm's ε_g is also checked against derive.family's I2
 assembled by hand (works without the family's systems).  Noise, weight decay and a trained
 readout enter through the family's spec keys: those variants are solved at L = 1 through
-``solvers.solve`` and held to nn2pp's ODE integrated independently (section below).  Tests of a
-part of the family API that the installed solver does not have yet skip, naming what is missing.
+``solvers.solve`` and held to nn2pp's ODE integrated independently (section below).  A part of
+the family API that the solver refuses fails its test, naming what is missing (never a skip).
 """
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def _readout_key(activation, readout):
     try:
         return SystemKey(activation, 2, 2, readout=readout)
     except TypeError as e:                      # a SystemKey without readouts
-        pytest.skip(f"the family API is not in this solver yet: SystemKey(readout=...): {e}")
+        pytest.fail(f"the solver refuses a variant the peer covers: SystemKey(readout=...): {e}")
 
 
 @pytest.mark.parametrize("activation, kind", [("erf", k) for k in READOUT_KEYS]
@@ -186,7 +186,7 @@ def test_noise_and_weight_decay_match_nn2pp(activation, K, M):
     import inspect
     key = SystemKey(activation, K, M)
     if "noise" not in inspect.signature(registry.load(key, "numpy").rhs_levels).parameters:
-        pytest.skip("the family API is not in this solver yet: rhs_levels(noise=, decay=)")
+        pytest.fail("the solver refuses a variant the peer covers: rhs_levels(noise=, decay=)")
     extras = {"noise": "0.04", "decay": "0.2"}
     for seed in range(3):
         Q, R, T = random_point(K, M, seed)
@@ -305,7 +305,7 @@ def test_generated_relu_eps_g_matches_pyscm(student, teacher, K, M):
     try:
         key = SystemKey(student, K, M, teacher=teacher)
     except (TypeError, ValueError) as e:        # a SystemKey without the family's activations
-        pytest.skip(f"the family API is not in this solver yet: SystemKey({student!r}, "
+        pytest.fail(f"the solver refuses a pair the peer covers: SystemKey({student!r}, "
                     f"teacher={teacher!r}): {e}")
     for seed in range(3):
         Q, R, T = random_point(K, M, seed)
@@ -353,8 +353,8 @@ def test_relu_eps_g_at_an_anti_aligned_student():
 # ε_g (relative) and R^(1), Q^(1) (relative to their largest entry): 1e-11 — the solve's 12
 # verified digits (≤ 1e-12) plus DOP853's error over α ≤ 2 (6e-14, measured against
 # rtol = 2.2e-14); a missing or mis-scaled term moves them by far more (the noise term at
-# σ² = 0.04 changes ε_g(2) by 5e-3).  A variant whose spec keys the installed solver refuses
-# is skipped, naming the key it needs.
+# σ² = 0.04 changes ε_g(2) by 5e-3).  A variant whose spec keys the solver refuses fails,
+# naming the key.
 
 import solvers                                   # noqa: E402
 from scipy.integrate import solve_ivp            # noqa: E402
@@ -411,14 +411,15 @@ def _spec(Q, R, T, eta, model, training):
             "solve": {"alphas": ALPHAS, "basis": "levels", "digits": 12}}
 
 
-def _solve_or_skip(spec, keys):
-    """solvers.solve(spec); skipped when the solver refuses one of the variant's ``keys`` (an
-    unknown key, or a variant it does not integrate yet), with its message."""
+def _solve_or_fail(spec, keys):
+    """solvers.solve(spec); a refusal naming one of the variant's ``keys`` (an unknown key, or
+    a variant it does not integrate) fails the test with its message: a regression there must
+    not turn into a skip."""
     try:
         return solvers.solve(spec)
     except (solvers.SpecError, ValueError) as e:   # a refused option: ValueError (one line)
         if any(k in str(e) for k in keys):
-            pytest.skip(f"the family API is not in this solver yet: {e}")
+            pytest.fail(f"the solver refuses a variant the peer covers: {e}")
         raise
 
 
@@ -449,6 +450,14 @@ VARIANTS = {
                                 "0.5", "paper",
                                 {"both": True, "eta_readout": 0.3, "noise": 0.04,
                                  "weight_decay": 0.2}),
+    # nn2pp's one wd decays both layers: wd = η κ = 0.1 = η_v κ_v with η_v = 0.25, κ_v = 0.4
+    "trained + noise + decay of both layers": (
+        {"readout": "trained"},
+        {"eta_readout": "0.25", "noise": "0.04", "weight_decay": "0.2",
+         "weight_decay_readout": "0.4"},
+        "0.5", "paper",
+        {"both": True, "eta_readout": 0.25, "noise": 0.04, "weight_decay": 0.2,
+         "decay_readout": True}),
 }
 
 
@@ -467,17 +476,18 @@ def _nn2pp_params(eta, family):
     family = dict(family)
     activation = family.pop("activation", "erf")
     both = family.pop("both", False)
+    decay_readout = family.pop("decay_readout", False)
     params = nn2pp.peer_parameters(eta, **family)
-    return {**params, "activation": activation, "both": both, "decay_readout": False}
+    return {**params, "activation": activation, "both": both, "decay_readout": decay_readout}
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
-def test_family_variant_matches_nn2pp(variant):
+@pytest.mark.parametrize("K, M, variant", [(2, 2, v) for v in VARIANTS]
+                         + [(3, 2, "trained + noise + decay of both layers")])
+def test_family_variant_matches_nn2pp(K, M, variant):
     """The family's solve of each variant at L = 1 follows nn2pp's ODE (mapped conventions)."""
     model, training, eta, readouts, family = VARIANTS[variant]
-    K, M = 2, 2
     Q, R, T = random_point(K, M, 1)
-    result = _solve_or_skip(_spec(Q, R, T, eta, model, training), [*model, *training])
+    result = _solve_or_fail(_spec(Q, R, T, eta, model, training), [*model, *training])
     v, A = _nn2pp_readouts(readouts, K, M)
     ref = nn2pp_curve(Q, R, T, v, A, ALPHAS, **_nn2pp_params(float(eta), family))
     for k, (e, r, q) in enumerate(ref):
@@ -487,10 +497,10 @@ def test_family_variant_matches_nn2pp(variant):
         assert np.abs(np.asarray(result.Q1[k], float) - q).max() <= TOL_TRAJ * scale
 
 
-def test_nn2pp_decays_a_trained_readout_and_the_family_does_not():
-    """The one convention that does not map: nn2pp's dv/dα carries −wd·v with a trained
-    readout; the family's does not.  The two right-hand sides differ by exactly that term, and
-    dQ, dR do not differ at all."""
+def test_nn2pp_decays_a_trained_readout_and_the_family_default_does_not():
+    """nn2pp's dv/dα carries −wd·v with a trained readout; the family's does only with
+    weight_decay_readout (default 0).  The two right-hand sides differ by exactly that term,
+    and dQ, dR do not differ at all."""
     Q, R, T = random_point(2, 2, 1)
     v, A = [0.6, 0.9], [0.7, 0.7]
     params = dict(lr=0.5, lr2=0.3, wd=0.1, sigma=0.2, both=True)

@@ -131,6 +131,8 @@ VARIANTS = [
     dict(activation="linear", normalisation="1/sqrt(K)", generator="numpy"),
     dict(noise=0.1, weight_decay=0.3, batch_size=3, generator="xoshiro"),
     dict(readout="trained", eta_readout=0.7, teacher_readout=[1, -1, 0.5]),
+    dict(readout="trained", eta_readout=0.7, weight_decay_readout=0.9, weight_decay=0.3),
+    dict(readout="trained", eta_readout=0.4, weight_decay_readout=0.6, batch_size=3),
     dict(schedule={"kind": "power", "alpha0": 0.5, "p": 1}, rotate=True, n_trainable=32,
          weight_decay=0.2),
     dict(schedule={"kind": "steps", "alphas": [0.5, 1.5], "etas": [0.6, 0.1]},

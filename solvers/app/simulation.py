@@ -134,6 +134,8 @@ def family_kwargs(spec) -> dict:
             out[key] = list(getattr(m, key))
     if m.readout != "fixed":
         out.update(readout=m.readout, eta_readout=t.eta_readout)
+        if t.weight_decay_readout:
+            out["weight_decay_readout"] = t.weight_decay_readout
     if t.noise:
         out["noise"] = t.noise
     if t.weight_decay:

@@ -29,7 +29,8 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 # the family's options the ODEs implement; the others are refused, never silently ignored
 # (a schedule: every route of solve; "power" on the RK7(8), "steps" piece by piece on any;
 # a trained readout, with its eta_readout: the RK7(8) routes)
-ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule", "eta_readout")
+ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule", "eta_readout",
+                        "weight_decay_readout")
 
 
 def _refuse_family_options(spec: Spec) -> None:
@@ -60,6 +61,7 @@ def problem_of(spec: Spec) -> Problem:
                    weight_decay=tr.weight_decay, batch_size=tr.batch_size,
                    schedule=tr.schedule_dict(),
                    eta_readout=tr.eta_readout if trained else None,
+                   weight_decay_readout=tr.weight_decay_readout,
                    readout0=m.initial_readout() if trained else None)
 
 

@@ -15,6 +15,8 @@
                path relative to the spec)
                noise = 0 (label-noise variance)   weight_decay = 0   batch_size = 1
                eta_readout (> 0, with readout = "trained" only)
+               weight_decay_readout = 0 (kappa_v >= 0, with readout = "trained" only:
+               dv/dalpha gains -eta_readout kappa_v v)
                schedule = {kind = "constant"} | {kind = "power", alpha0 = 1, p = 1}
                         | {kind = "steps", alphas = [a1, a2, ...], etas = [e1, e2, ...]}
     [init.modes] / [init.levels]     R, Q, T    (only with init = "explicit")
@@ -150,6 +152,7 @@ class TrainingSpec:
     weight_decay: Fraction = Fraction(0)    # kappa, first layer
     batch_size: int = 1                     # fresh samples per SGD step
     eta_readout: Fraction | None = None     # required with [model] readout = "trained"
+    weight_decay_readout: Fraction = Fraction(0)   # kappa_v, trained readout only
     schedule: tuple | None = None           # None: constant; else (kind, ((key, value), ...))
 
     def schedule_dict(self) -> dict | None:
@@ -165,7 +168,8 @@ class TrainingSpec:
     def family_options(self) -> list[str]:
         """The family's training options given with other than their default values."""
         return [k for k, plain in (("noise", 0), ("weight_decay", 0), ("batch_size", 1),
-                                   ("eta_readout", None), ("schedule", None))
+                                   ("eta_readout", None), ("weight_decay_readout", 0),
+                                   ("schedule", None))
                 if getattr(self, k) != plain]
 
 
@@ -541,6 +545,7 @@ _SCHEMA = {
         "batch_size": (_int, 1, _all(_ge(1), _rule(lambda v: v <= MAX_BATCH_SIZE,
                                                    f"must be <= {MAX_BATCH_SIZE}"))),
         "eta_readout": (_exact, None, _gt(0)),
+        "weight_decay_readout": (_exact, Fraction(0), _ge(0)),   # kappa_v of a trained readout
         "schedule": (_schedule, None, None),
     },
     "solve": {
@@ -611,6 +616,10 @@ def _check_training(t: dict, model: ModelSpec) -> TrainingSpec:
     if model.readout != "trained" and t["eta_readout"] is not None:
         raise _Problem(f"[training] eta_readout = {_fmt(t['eta_readout'])} is only used with "
                        f"[model] readout = \"trained\" (got readout = {_fmt(model.readout)})")
+    if model.readout != "trained" and t["weight_decay_readout"] != 0:
+        raise _Problem(f"[training] weight_decay_readout = {_fmt(t['weight_decay_readout'])} "
+                       f"decays a trained readout: it is only used with [model] readout = "
+                       f"\"trained\" (weight_decay acts on the first layer)")
     return TrainingSpec(**t)
 
 
@@ -915,7 +924,7 @@ def spec_to_dict(spec: Spec) -> dict:
         "training": {"eta": _out(t.eta), "order": t.order, "sigma_J": _out(t.sigma_J),
                      "seed": t.seed, "init": t.init,
                      **{k: _out(getattr(t, k)) for k in ("noise", "weight_decay", "batch_size",
-                                                         "eta_readout")
+                                                         "eta_readout", "weight_decay_readout")
                         if getattr(t, k) != _SCHEMA["training"][k][1]},
                      **({"schedule": {k: _out(x) for k, x in t.schedule_dict().items()}}
                         if t.schedule is not None else {})},

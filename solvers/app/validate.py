@@ -256,7 +256,7 @@ def _family_magnitudes(spec) -> None:
         if getattr(m, key) is not None:
             for v, label in _walk(getattr(m, key), f"[model] {key}"):
                 _magnitude(v, label)
-    for key in ("noise", "weight_decay", "eta_readout"):
+    for key in ("noise", "weight_decay", "eta_readout", "weight_decay_readout"):
         v = getattr(t, key)
         if v:
             _magnitude(v, f"[training] {key}")

@@ -68,6 +68,8 @@ class ArbMatRHS:
         self.n_readout = mod.K if self.trained else 0
         R = L + 1 if self.trained else L
         self.eta_v = num.eta_v if self.trained else None
+        # the readout's weight decay κ_v: dv/dα gains -η_v κ_v v
+        self.decay_v = num.decay_v if self.trained and not (num.decay_v == 0) else None
         a_index = list(mod.A_INDEX)
         self._state_entries = [(k, s, t) for k, (s, t) in enumerate(a_index) if t < self.n]
         self._teacher_entries = [(k, s, t - self.n) for k, (s, t) in enumerate(a_index)
@@ -166,11 +168,17 @@ class ArbMatRHS:
             out = self.mod.readout_rates([+x for x in v1], self.t1, self.ctx)
             return [x.mid() if hasattr(x, "mid") else x for x in out]
 
-    def set_readout_row(self, out, rates):
-        """Row L of ``out`` := η_v · rates (then zeros): dv/dα, or its Taylor coefficient
-        before the division by k + 1.  In place; returns ``out``."""
+    def set_readout_row(self, out, rates, Y):
+        """Row L of ``out`` := η_v · (rates − κ_v v) (then zeros), v = row L of ``Y``: dv/dα
+        (Y the state), or its Taylor coefficient before the division by k + 1 (Y the state's
+        coefficient of the same order: the decay is linear in v).  In place; returns ``out``."""
         for i in range(self.n):
-            out[self.L, i] = self.eta_v * rates[i] if i < self.n_readout else 0
+            if i >= self.n_readout:
+                out[self.L, i] = 0
+            elif self.decay_v is None:
+                out[self.L, i] = self.eta_v * rates[i]
+            else:
+                out[self.L, i] = self.eta_v * (rates[i] - self.decay_v * Y[self.L, i])
         return out
 
     def coefficients(self, v1):
@@ -227,5 +235,5 @@ class ArbMatRHS:
         if self.trained:
             # the zero row L of C / Λ, teacher and forcing left v's row at 0 (decay: v·κη,
             # overwritten); dv/dα there
-            self.set_readout_row(out, self.readout_rates(v1))
+            self.set_readout_row(out, self.readout_rates(v1), Y)
         return out

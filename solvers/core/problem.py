@@ -57,6 +57,8 @@ class Problem:
     # exact texts ("sqrt(2)/2", "1/2"; default the paper's sqrt(M)/K); None for fixed readouts
     eta_readout: Fraction | None = None
     readout0: tuple | None = None
+    # weight decay κ_v of a trained readout: dv/dα gains -η_v κ_v v (conventions.md)
+    weight_decay_readout: Fraction = Fraction(0)
 
     def __post_init__(self):
         eta = self.eta
@@ -78,7 +80,7 @@ class Problem:
         if self.order not in (1, 2) or isinstance(self.order, bool):
             raise ValueError(f"order = {self.order!r} must be 1 (no eta^2 term) or 2")
         _check_shapes(self.init, self.spectrum.L, self.key.K, self.key.M)
-        for name in ("noise", "weight_decay"):
+        for name in ("noise", "weight_decay", "weight_decay_readout"):
             value = Fraction(str(getattr(self, name))) if isinstance(getattr(self, name), float) \
                 else Fraction(getattr(self, name))
             if value < 0:
@@ -93,9 +95,10 @@ class Problem:
     def _check_readout(self):
         K = self.key.K
         if not self.key.trained:
-            if self.eta_readout is not None or self.readout0 is not None:
-                raise ValueError("eta_readout and readout0 go with a trained readout only "
-                                 "(SystemKey(..., trained=True))")
+            if self.eta_readout is not None or self.readout0 is not None \
+                    or self.weight_decay_readout != 0:
+                raise ValueError("eta_readout, readout0 and weight_decay_readout go with a "
+                                 "trained readout only (SystemKey(..., trained=True))")
             return
         if self.eta_readout is None:
             raise ValueError("a trained readout needs eta_readout > 0 (its learning rate)")
@@ -289,6 +292,7 @@ class NumericProblem:
         self.decay = conv(problem.weight_decay)
         if problem.trained:
             self.eta_v = conv(problem.eta_readout)
+            self.decay_v = conv(problem.weight_decay_readout)
             self.v0 = ctx.native(np.array([readout_value(x, ctx) for x in problem.readout0],
                                           dtype=object))
         init = problem.init

@@ -286,6 +286,8 @@ def _with_readout(problem, num, mod, basis, args, rhs, extra, set_rates, shape):
             level1, t1 = _level_one(mod, basis, y, num)
             dv = np.array(mod.readout_rates(np.concatenate([level1, v]), t1, num.ctx),
                           dtype=s.dtype)
+        if not (num.decay_v == 0):       # weight decay of the readout: -η_v κ_v v
+            dv = dv - num.decay_v * v
         return np.concatenate([dy.reshape(-1), num.eta_v * dv])
 
     y0 = _initial_state(num, basis)

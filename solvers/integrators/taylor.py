@@ -34,7 +34,7 @@ so the cost does not grow with L.  Weight decay takes the product with the state
 A trained readout: v_1..v_K are row L of Y (solvers.core.arb_rhs, zero-padded), the jets take
 v's coefficients as inputs after the level-1 state and return the readout rates after the other
 outputs; the level algebra leaves row L at zero and it is set to
-(k + 1) v_{k+1} = η_v · rate_k (η_v constant: the schedule's series multiplies a, f and the decay
+(k + 1) v_{k+1} = η_v · (rate_k − κ_v v_k) (η_v constant: the schedule's series multiplies a, f and the decay
 only).  The step size measures that row like any other (relative to itself), and dense output
 evaluates it with the same Horner sums.
 
@@ -184,7 +184,7 @@ class TaylorSeries:
                         sY += Ys[k - i] * rate[0][i]
                     S -= sY * rhs.Dd
             if nr:
-                rhs.set_readout_row(S, rates[k])
+                rhs.set_readout_row(S, rates[k], Ys[k])
             Y = S / (k + 1)
             Ys.append(Y)
             if k + 1 < order:

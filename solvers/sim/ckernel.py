@@ -156,17 +156,25 @@ def _cpu_id() -> bytes:
     return "\n".join(sorted(set(keep))).encode()
 
 
-def library_path(cc: str) -> Path:
+# Extra flags that build the source's other instruction-set paths on a CPU that has more
+# (-march=native picks the widest one the CPU has): the default path of an AVX2-only CPU, and
+# the plain C of one without AVX2.  Tests build each and check its normals bit for bit.
+ISA_VARIANTS = {"native": (), "avx2": ("-mno-avx512f",),
+                "plain": ("-mno-avx512f", "-mno-avx2", "-mno-fma")}
+
+
+def library_path(cc: str, extra: tuple = ()) -> Path:
     h = hashlib.sha256()
     h.update(SOURCE.read_bytes())
-    h.update(" ".join((cc, *CFLAGS)).encode())
+    h.update(" ".join((cc, *CFLAGS, *extra)).encode())
     h.update(_cpu_id())
     return cache_dir() / "ckernel" / f"sgd_rows-{h.hexdigest()[:16]}.so"
 
 
-def build(cc: str) -> Path:
-    """Compile the library into the cache (if not there yet); returns its path."""
-    path = library_path(cc)
+def build(cc: str, extra: tuple = ()) -> Path:
+    """Compile the library into the cache (if not there yet); returns its path.  ``extra``
+    flags follow CFLAGS (ISA_VARIANTS)."""
+    path = library_path(cc, extra)
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,7 +182,7 @@ def build(cc: str) -> Path:
     os.close(fd)
     try:
         try:   # 1-2 s normally; a compiler that hangs must not hang the simulator
-            proc = subprocess.run([cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"],
+            proc = subprocess.run([cc, *CFLAGS, *extra, "-o", tmp, str(SOURCE), "-lm"],
                                   capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise OSError(f"{cc} did not finish within {COMPILE_TIMEOUT_S} s") from None
@@ -202,12 +210,31 @@ def kernel() -> CKernel | None:
         try:
             if cc is None:
                 raise OSError(f"no C compiler ({os.environ.get('CC', 'cc')!r} not found)")
-            k = CKernel(ctypes.CDLL(str(build(cc))))
+            k = CKernel(ctypes.CDLL(str(build(cc, ISA_VARIANTS[_isa()]))))
         except (OSError, RuntimeError) as exc:
             warnings.warn(f"scaling-odes: the simulator uses its numba kernels (C kernel "
                           f"unavailable: {exc})", RuntimeWarning, stacklevel=2)
     _state["kernel"] = k
     return k
+
+
+def _isa() -> str:
+    """``SCALING_ODES_CKERNEL_ISA`` (native | avx2 | plain): build another instruction-set path
+    than the CPU's widest, e.g. to measure what an AVX2-only CPU runs."""
+    name = os.environ.get("SCALING_ODES_CKERNEL_ISA", "") or "native"
+    if name not in ISA_VARIANTS:
+        raise OSError(f"SCALING_ODES_CKERNEL_ISA = {name!r} is not one of "
+                      f"{', '.join(ISA_VARIANTS)}")
+    return name
+
+
+def variant(name: str) -> CKernel:
+    """The kernel built with ISA_VARIANTS[name] (not the process's kernel; tests); OSError if
+    it cannot be built here."""
+    cc = _compiler()
+    if cc is None:
+        raise OSError("no C compiler")
+    return CKernel(ctypes.CDLL(str(build(cc, ISA_VARIANTS[name]))))
 
 
 def reset():

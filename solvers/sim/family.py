@@ -9,7 +9,8 @@ readouts v, u; docs/theory/conventions.md and the family conventions):
 and one SGD step on B fresh samples (alpha = steps / N, eta(alpha) at the step's start)
 
     J_i <- J_i (1 - eta(alpha) kappa / N) + (eta(alpha) / B) sum_mu v_i Delta_mu g_s'(x_i^mu) xi_mu / sqrt(N)
-    v_i <- v_i + (eta_v / (N B)) sum_mu Delta_mu g_s(x_i^mu)          (trained readout only)
+    v_i <- v_i (1 - eta_v kappa_v / N) + (eta_v / (N B)) sum_mu Delta_mu g_s(x_i^mu)
+                                                                       (trained readout only)
 
 with Delta_mu = y_mu - sigma(xi_mu) (old J and v on the right).  eps_g is the clean test error
 1/2 <(zeta - sigma)^2>.  :class:`Family` holds these options as float64 data; ``Family()`` with no
@@ -276,6 +277,7 @@ class Family:
     batch_size: int = 1
     schedule: Schedule = field(default_factory=Schedule)
     normalisation: str = "paper"
+    weight_decay_readout: float = 0.0     # kappa_v of a trained readout
 
     def is_default(self, K, M) -> bool:
         """Today's model (original kernels): one activation in {erf, linear} for both, the
@@ -292,7 +294,8 @@ class Family:
                     normalisation=self.normalisation, student_readout=self.v.tolist(),
                     teacher_readout=self.u.tolist(),
                     readout="trained" if self.trained else "fixed",
-                    eta_readout=self.eta_readout if self.trained else None, noise=self.noise,
+                    eta_readout=self.eta_readout if self.trained else None,
+                    weight_decay_readout=self.weight_decay_readout, noise=self.noise,
                     weight_decay=self.weight_decay, batch_size=self.batch_size,
                     schedule=self.schedule.describe())
 
@@ -302,7 +305,8 @@ MAX_BATCH_SIZE = 10**6
 
 def family(K, M, *, activation=None, student_activation=None, teacher_activation=None,
            normalisation="paper", student_readout=None, teacher_readout=None, readout="fixed",
-           eta_readout=None, noise=0, weight_decay=0, batch_size=1, schedule=None) -> Family:
+           eta_readout=None, noise=0, weight_decay=0, batch_size=1, schedule=None,
+           weight_decay_readout=0) -> Family:
     """Validate the family options (ValueError naming the key) into a :class:`Family`.
 
     ``activation`` sets both slots; ``student_activation`` / ``teacher_activation`` override it.
@@ -330,12 +334,18 @@ def family(K, M, *, activation=None, student_activation=None, teacher_activation
     kappa = _exact_float("weight_decay", weight_decay)
     if kappa < 0:
         raise ValueError(f"weight_decay must be >= 0, got {kappa}")
+    kappa_v = _exact_float("weight_decay_readout", weight_decay_readout)
+    if kappa_v < 0:
+        raise ValueError(f"weight_decay_readout must be >= 0, got {kappa_v}")
+    if kappa_v and not trained:
+        raise ValueError("weight_decay_readout decays a trained readout: it is only used with "
+                         "readout = 'trained'")
     if isinstance(batch_size, bool) or not isinstance(batch_size, Integral) \
             or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise ValueError(f"batch_size must be an integer between 1 and {MAX_BATCH_SIZE}, "
                          f"got {batch_size!r}")
     return Family(s, t, v, u, trained, eta_v, noise, kappa, int(batch_size),
-                  schedule_of(schedule), normalisation)
+                  schedule_of(schedule), normalisation, kappa_v)
 
 
 # --------------------------------------------------------------------------------------------

@@ -71,11 +71,12 @@ def _axpy(Gi, c, z, n):
 
 
 @njit(cache=True, nogil=True)
-def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v, trained,
-                 noise, bsz, sc, sdc, scf, tc, tcf, z, x, y, G, dv):
+def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v, kappa_v,
+                 trained, noise, bsz, sc, sdc, scf, tc, tcf, z, x, y, G, dv):
     """len(etas) SGD steps in place on J (K, N) (and v with ``trained``); row layout.
 
-    etas: the learning rate of each step; noise: sqrt(noise variance) * eps for each sample of
+    etas: the learning rate of each step; kappa, kappa_v: weight decay of J and of a trained
+    v (v_i <- v_i (1 - eta_v kappa_v / N) + ...); noise: sqrt(noise variance) * eps for each sample of
     these steps (len(etas) * bsz values) or an empty array; sc, scf / tc, tcf: activation codes
     and float64 coefficients of student / teacher (sdc: coefficients of g_s'); G (K, N), dv (K,)
     scratch.  Returns -1, or the step at which a field or the error became non-finite.
@@ -85,6 +86,7 @@ def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v,
     N = z.shape[0]
     isq = 1.0 / math.sqrt(N)
     has_noise = noise.shape[0] > 0
+    dv_decay = 1.0 - eta_v * kappa_v / N
     for t in range(etas.shape[0]):
         eta = etas[t]
         d = 1.0 - eta * kappa / N
@@ -123,7 +125,7 @@ def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v,
                 _axpy_scaled(J[i], d, 1.0, G[i], n_tr)
         if trained:
             for i in range(K):
-                v[i] += eta_v / (N * bsz) * dv[i]
+                v[i] = v[i] * dv_decay + eta_v / (N * bsz) * dv[i]
     return -1
 
 
@@ -150,8 +152,8 @@ def family_prime(gen, rng, state, bits, J, B, s, z, x, y):
 
 
 @njit(cache=True, nogil=True)
-def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v, trained,
-                       noise, sc, sdc, scf, tc, tcf, z, x, y):
+def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v, kappa_v,
+                       trained, noise, sc, sdc, scf, tc, tcf, z, x, y):
     """As family_steps at batch size 1, fused: on entry (z, x, y) hold the current sample and
     its fields (family_prime), on exit the next one."""
     K = J.shape[0]
@@ -163,6 +165,7 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
     zn = np.empty(N)
     state_z, state_x, state_y = z, x, y
     z, x, y = z.copy(), x.copy(), y.copy()
+    dv_decay = 1.0 - eta_v * kappa_v / N
     for t in range(etas.shape[0]):
         eta = etas[t]
         d = 1.0 - eta * kappa / N
@@ -183,7 +186,7 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
             c[i] = eta * v[i] * delta * _gprime(sc, sdc, x[i]) * isq
         if trained:
             for i in range(K):
-                v[i] += eta_v / N * delta * _g(sc, scf, x[i])
+                v[i] = v[i] * dv_decay + eta_v / N * delta * _g(sc, scf, x[i])
         _draw(gen, rng, state, bits, s, zn)
         for i in range(K):
             x[i] = _decay_update_dot(J[i], d, c[i], z, zn, n_tr)

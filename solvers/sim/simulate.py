@@ -331,7 +331,8 @@ class _Setup:
 # and simulate_many; their defaults are today's model.
 FAMILY_DEFAULTS = dict(student_activation=None, teacher_activation=None, normalisation="paper",
                        student_readout=None, teacher_readout=None, readout="fixed",
-                       eta_readout=None, noise=0, weight_decay=0, batch_size=1, schedule=None)
+                       eta_readout=None, noise=0, weight_decay=0, batch_size=1, schedule=None,
+                       weight_decay_readout=0)
 
 
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
@@ -718,7 +719,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     both networks; ``student_activation`` / ``teacher_activation`` override it per network;
     ``normalisation`` "paper" | "1/K" | "1/sqrt(K)" | "none" or explicit ``student_readout``
     (K numbers) / ``teacher_readout`` (M numbers); ``readout`` "fixed" | "trained" with
-    ``eta_readout``; ``noise`` (label-noise variance, clean eps_g reported), ``weight_decay``
+    ``eta_readout`` (and ``weight_decay_readout`` κ_v: v decays by η_v κ_v / N a step);
+    ``noise`` (label-noise variance, clean eps_g reported), ``weight_decay``
     (first layer, trainable coordinates), ``batch_size`` (samples per step; alpha = steps / N),
     ``schedule`` (None, or {"kind": "constant"} | {"kind": "power", "alpha0", "p"} |
     {"kind": "steps", "alphas", "etas"}; eta at each step's start).  Today's model runs on the
@@ -831,13 +833,15 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
                 if bsz == 1:
                     bad = fk.family_steps_fused(
                         gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
-                        f.u, f.eta_readout, f.trained, noise, f.student.code,
+                        f.u, f.eta_readout, f.weight_decay_readout, f.trained, noise,
+                        f.student.code,
                         f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
                         z, x, y)
                 else:
                     bad = fk.family_steps(
                         gen, g_data, state, bits, J, B, scale, st.n_tr, etas, f.weight_decay, v,
-                        f.u, f.eta_readout, f.trained, noise, bsz, f.student.code,
+                        f.u, f.eta_readout, f.weight_decay_readout, f.trained, noise, bsz,
+                        f.student.code,
                         f.student.dcoeffs, f.student.coeffs, f.teacher.code, f.teacher.coeffs,
                         z, x, y, G, dv)
                 stepping_time += time.perf_counter() - t0
@@ -990,7 +994,8 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
                     J -= (eta_t * f.weight_decay / st.N) * (J * mask if W is None else J @ P)
                 J += G
                 if f.trained:
-                    v += f.eta_readout / (st.N * f.batch_size) * dv
+                    v = (v * (1 - f.eta_readout * f.weight_decay_readout / st.N)
+                         + f.eta_readout / (st.N * f.batch_size) * dv)
                 done += 1
             stepping_time += time.perf_counter() - t0
             stepping_cpu += _thread_time() - c0

@@ -39,9 +39,10 @@ Map to the project's conventions (the committee-machine family: docs/theory/conv
 * label noise: y = φ* + σ ε with σ the standard deviation (``--sigma``): our
   ``noise`` (a variance) = σ².  The noise term in dQ is lr² σ² v_i v_k J2, ours
   η² ν noise v_i v_j <g'g'> with ν = 1, B = 1: the same.
-* NOT mappable: with a trained second layer and wd > 0 they also decay the readout
-  (dv/dα gets −wd v, a line their source itself marks with a question mark), while the family
-  decays only the first layer.  Their dv/dα = ours − wd v exactly; dQ, dR are unaffected.
+* readout decay: with a trained second layer and wd > 0 they also decay the readout
+  (dv/dα gets −wd v, a line their source itself marks with a question mark).  The family's
+  ``weight_decay_readout`` κ_v gives dv/dα −η_v κ_v v, so theirs is κ_v = wd / lr2; with
+  κ_v = 0 (the default) the family decays only the first layer and their dv/dα = ours − wd v.
 * their ODE has no mini-batch size (B = 1) and no order switch (always order 2).
 
 All functions take plain nested sequences / numpy arrays and a ``lib`` (:data:`FLOAT64`,

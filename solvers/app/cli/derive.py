@@ -9,8 +9,8 @@ equation per per-level state variable (R_in, then Q_ij with i <= j)::
                 [- c · η · kappa · X^(l)]                  (weight decay, c = 1 for R, 2 for Q)
 
 with Y over the next level's R, Q and teacher T, and ε_g(R, Q, T).  A trained readout
-(``[model] readout = "trained"``) adds ``dv_i/dα = η_v <g_s(x_i) Δ>`` (level 1 only; ``eta_v``
-its learning rate), and the v_i appear in the coefficients, f and ε_g.  Names in the text form:
+(``[model] readout = "trained"``) adds ``dv_i/dα = η_v <g_s(x_i) Δ> [- η_v κ_v v_i]`` (level 1
+only; ``eta_v`` its learning rate, ``kappa_v`` its weight decay ``weight_decay_readout``), and the v_i appear in the coefficients, f and ε_g.  Names in the text form:
 ``R_i_n``, ``Q_i_j``, ``T_n_m`` are level 1 (they fix the pre-activation covariances),
 ``nR_i_n``, ``nQ_i_j``, ``nT_n_m`` level l + 1, ``lR_i_n``, ``lQ_i_j`` level l (weight
 decay only), ``nu`` = ν_{l+1} = Tr Σ^(l+1)/N, ``eta`` the learning rate, ``e2`` = η²/B for
@@ -120,8 +120,12 @@ def derive_result(spec, closed: bool = False, write: bool = False) -> dict:
         # the learned readout: level 1 only, dv_i/dα = η_v <g_s(x_i) Δ>
         eta_v = sp.Symbol("eta_v", positive=True)
         names[eta_v] = r"\eta_v"
+        kappa_v = sp.Symbol("kappa_v", nonnegative=True)
+        names[kappa_v] = r"\kappa_v"
         for i, rate in enumerate(h.readout_rates):
             rhs = eta_v * tidy(rate)
+            if tr.weight_decay_readout != 0:
+                rhs -= eta_v * kappa_v * h.v[i]
             labels.append(f"v_{i + 1}")
             equations.append({"lhs": f"dv_{i + 1}/dalpha", "rhs_text": sp.sstr(rhs),
                               "rhs_latex": sp.latex(rhs, symbol_names=names)})
