@@ -89,14 +89,17 @@ def test_large_simulation_sized_before_work(tmp_path, capsys):
     assert code == 2 and "GiB" in err and err.count("\n") == 1
 
 
-def test_one_seed_gives_null_not_nan(tmp_path, capsys):
+def test_one_seed_has_no_standard_error(tmp_path, capsys):
+    """One seed has no spread: the *_sem keys are absent (never NaN, never null)."""
     spec = write_spec(tmp_path, BASE.replace("[0.2, 0.5, 1, 2, 3]", "[1]")
                       + '[sim]\nd = 40\nseeds = 1\n')
     code, out, err = run_cli(["onestep-sim", spec, "--json"], capsys)
     assert code == 0, err
     assert "NaN" not in out
     res = json.loads(out)
-    assert res["sim"]["protocol"]["eps_g_sem"] == [None] and res["measured_srf"]["r_sem"] is None
+    assert "null" not in out
+    assert "eps_g_sem" not in res["sim"]["protocol"] and "r_sem" not in res["measured_srf"]
+    assert len(res["sim"]["protocol"]["eps_g"]) == 1
 
 
 @pytest.mark.parametrize("line", ["eta = 1e300", "noise = 1e300", "alpha = [1e300]"])

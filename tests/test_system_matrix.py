@@ -249,8 +249,9 @@ def test_cli_default_solve_agrees_with_the_modes_basis(cache, tmp_path, act, K, 
 
 
 def test_cli_announces_the_generation_on_stderr(tmp_path):
-    """A system printed on demand is announced before the work, with an estimate and the cache,
-    and summed up after it — plain lines when stderr is not a terminal (here: a pipe)."""
+    """A system printed on demand is announced with an estimate and the cache, and summed up
+    with its time — plain lines when stderr is not a terminal (here: a pipe); a short one's
+    lines come at the end of the successful command (solvers.core.notices)."""
     fresh = tmp_path / "cache"
     path = tmp_path / "spec.toml"
     path.write_text(_toml(_doc("linear", 2, 2, 1)))

@@ -10,7 +10,9 @@ An :class:`Activation` is one of
 
 Polynomial strings are parsed by walking their Python syntax tree with a short whitelist
 (integer literals, the name ``x``, ``+ - * /``, powers with a non-negative integer exponent),
-never by ``eval``/``sympify`` of the raw text: nothing else in the string can run.  Decimal
+never by ``eval``/``sympify`` of the raw text: nothing else in the string can run
+(:mod:`derive.polynomial_text`, shared with the simulator; it also bounds the degree, the size of
+every number and the nesting, so that no string can hang the parser).  Decimal
 literals are refused, because ``0.1`` is not one tenth in binary and the symbolic layer is
 exact; write ``1/10`` instead.  The polynomial ``x`` is the linear activation.
 
@@ -27,24 +29,16 @@ Each activation knows how its value and its first derivative enter a Gaussian ex
 """
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 
 import sympy as sp
 
-X = sp.Symbol("x", real=True)
+from derive.polynomial_text import MAX_DEGREE, NAMED, ActivationError, polynomial_coefficients
 
-NAMED = ("erf", "linear", "relu")
-# sizes the symbolic work: I4 of two degree-6 polynomials has ~2.5e4 monomials in C (9 s),
-# degree 8 ~2.2e5 (100 s)
-MAX_DEGREE = 6
+X = sp.Symbol("x", real=True)
 
 # kinds of non-polynomial factor a slot can carry (see derive.family.expectations)
 ONE, ERF, GAUSS, THETA, DELTA = "one", "erf", "gauss", "theta", "delta"
-
-
-class ActivationError(ValueError):
-    """An activation string that is not one of the allowed forms (message names the problem)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +128,7 @@ def activation(spec) -> Activation:
     >>> activation("0.5*x")
     Traceback (most recent call last):
     ...
-    derive.family.activations.ActivationError: activation '0.5*x': decimal literal 0.5 is not exact; write it as a fraction such as 1/2
+    derive.polynomial_text.ActivationError: activation '0.5*x': decimal literal 0.5 is not exact; write it as a fraction such as 1/2; allowed: erf, linear, relu or a polynomial in x with rational coefficients, e.g. 'x**3 - 3*x'
     """
     if isinstance(spec, Activation):
         return spec
@@ -145,71 +139,8 @@ def activation(spec) -> Activation:
     if text in NAMED:
         return Activation("linear", (sp.Integer(0), sp.Integer(1))) if text == "linear" \
             else Activation(text)
-    expr = _parse_polynomial(text, spec)
-    poly = sp.Poly(expr, X)
-    coeffs = tuple(sp.Rational(c) for c in reversed(poly.all_coeffs()))
-    if len(coeffs) - 1 > MAX_DEGREE:
-        raise ActivationError(f"activation {spec!r}: degree {len(coeffs) - 1} is above the "
-                              f"maximum {MAX_DEGREE}")
+    coeffs = tuple(sp.Rational(c.numerator, c.denominator)
+                   for c in polynomial_coefficients(spec))
     if coeffs == (0, 1):
         return Activation("linear", coeffs)
     return Activation("poly", coeffs)
-
-
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-           ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b}
-
-
-def _parse_polynomial(text: str, spec: str) -> sp.Expr:
-    def fail(why):
-        raise ActivationError(f"activation {spec!r}: {why}; allowed: {', '.join(NAMED)} or a "
-                              "polynomial in x with rational coefficients, e.g. 'x**3 - 3*x'")
-
-    if len(text) > 2000:
-        fail("string longer than 2000 characters")
-    try:
-        tree = ast.parse(text.replace("^", "**"), mode="eval")
-    except SyntaxError:
-        fail("not a valid expression")
-
-    def check_degree(e):
-        # sized before expanding: a nested power such as ((x+1)**9)**9 is refused, not built
-        deg = sp.Poly(e, X).degree() if e.free_symbols else 0
-        if deg > MAX_DEGREE:
-            raise ActivationError(f"activation {spec!r}: degree {deg} is above the maximum "
-                                  f"{MAX_DEGREE}")
-        return sp.expand(e)
-
-    def walk(node):
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                fail(f"literal {node.value!r} is not a number")
-            if isinstance(node.value, float):
-                raise ActivationError(f"activation {spec!r}: decimal literal {node.value!r} is not "
-                                      "exact; write it as a fraction such as 1/2")
-            return sp.Integer(node.value)
-        if isinstance(node, ast.Name):
-            if node.id != "x":
-                fail(f"unknown name {node.id!r} (the only variable is x)")
-            return X
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = walk(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            a, b = walk(node.left), walk(node.right)
-            if isinstance(node.op, ast.Div) and (b.free_symbols or b == 0):
-                fail("division by x or by zero")
-            return check_degree(_BINOPS[type(node.op)](a, b))
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-            base, exp = walk(node.left), walk(node.right)
-            if exp.free_symbols or not exp.is_Integer or exp < 0:
-                fail(f"exponent {exp} is not a non-negative integer")
-            if exp > 64 or (base.free_symbols and sp.Poly(base, X).degree() * exp > MAX_DEGREE):
-                fail(f"power {exp} makes the degree exceed {MAX_DEGREE}")
-            return check_degree(base**exp)
-        fail(f"{type(node).__name__} is not allowed")
-
-    expr = sp.expand(walk(tree.body))
-    if not expr.is_polynomial(X):
-        fail("not a polynomial")
-    return expr

@@ -68,12 +68,40 @@ def simulate_kwargs(spec, options: dict) -> dict:
     """Arguments of ``solvers.sim.simulate.simulate`` (all but seed) for a spec."""
     m, d, t = spec.model, spec.data, spec.training
     return dict(activation=m.activation, K=m.K, M=m.M, N=d.N, eta=float(t.eta),
-                sigma_J=float(t.sigma_J), alphas=spec.solve.alpha_grid(),
+                sigma_J=float(t.sigma_J), alphas=_step_grid(spec),
                 eigenvalues=eigenvalues_of(spec), rotate=d.rotate,
                 n_trainable=options["n_trainable"], untrainable=options["untrainable"],
                 eps_holdout=options["eps_holdout"], generator=options["generator"],
                 **family_kwargs(spec),
                 **_init_kwargs(spec))
+
+
+def _step_grid(spec) -> list:
+    """The [solve] grid for the simulator, which records at whole SGD steps (alpha = round(alpha
+    N) / N).  More points than there are steps in [alpha_min, alpha_max] is refused (SpecError);
+    points closer than one step (a log grid near alpha_min) are merged, and a warning says how
+    many: the result's ``alpha`` lists the points recorded, never silently fewer."""
+    import warnings
+    import numpy as np
+    from solvers.app.spec import SpecError
+    grid, N = spec.solve.alpha_grid(), spec.data.N
+    if N is None:
+        return grid
+    steps = np.unique(np.rint(np.asarray(grid, dtype=float) * N))
+    if len(steps) == len(grid):
+        return grid
+    s = spec.solve
+    what = "alphas" if s.spacing == "explicit" else f"n_points = {s.n_points}"
+    available = int(steps[-1] - steps[0]) + 1
+    if len(grid) > available:
+        raise SpecError(f"{spec.path}: [solve] {what}: the simulation records at whole SGD "
+                        f"steps (alpha = steps / N, N = {N}) and alpha {grid[0]:g} .. "
+                        f"{grid[-1]:g} holds only {available}; give at most {available} points "
+                        f"or a larger N")
+    warnings.warn(f"[solve] {what}: {len(grid) - len(steps)} point(s) less than one SGD step "
+                  f"(1/N = {1 / N:g}) from their neighbour were merged: the simulation records "
+                  f"{len(steps)}", UserWarning, stacklevel=2)
+    return grid
 
 
 def _init_kwargs(spec) -> dict:

@@ -19,6 +19,7 @@ from solvers.hierarchy import precision, verify
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
+from solvers.integrators.rk78 import IntegrationError
 from solvers.app.spec import Spec, refuse_training_options, resolved_spec
 from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
@@ -69,6 +70,28 @@ def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None
     return verify.solve(problem, alphas, basis=basis, dps=dps, digits=digits, progress=progress)
 
 
+def _knobs_of_a_failed_integration(spec: Spec, e: Exception) -> str:
+    """The integrator's reason with the knobs that set the ODEs' time scale.  An adaptive step
+    shrinks until it underflows (or the steps run out) when the rates are huge or the state
+    blows up: both scale with eta, with eta v^2 for student readouts v, and with the label
+    noise in the eta^2 terms."""
+    tr, m = spec.training, spec.model
+    knobs = [f"[training] eta = {float(tr.eta):g}"]
+    if tr.noise:
+        knobs.append(f"noise = {float(tr.noise):g}")
+    if tr.sigma_J > 1:
+        knobs.append(f"sigma_J = {float(tr.sigma_J):g}")
+    if m.student_readout is not None:
+        knobs.append(f"[model] student_readout = {[float(x) for x in m.student_readout]}")
+    why = str(e) if isinstance(e, IntegrationError) else f"{type(e).__name__}: {e}"
+    if why.endswith("(alpha_max)"):             # rk78: the span, not the rates, is the problem
+        return (f"the ODEs could not be integrated ({why[:-12]}): shorten [solve] alpha_max = "
+                f"{spec.solve.alphas[-1] if spec.solve.alphas else spec.solve.alpha_max:g} "
+                f"or raise [solve] dps")
+    return (f"the ODEs could not be integrated ({why}): the order parameters diverge or change "
+            f"far faster than the alpha grid; reduce " + " or ".join(knobs))
+
+
 def _format_eps(values, digits: int):
     if digits > 15:
         with mpmath.workdps(digits + 5):
@@ -87,8 +110,12 @@ def solve_spec(spec: Spec, progress=None) -> dict:
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
     alphas = grid if grid[0] == 0 else [0.0] + list(grid)
-    traj = run(problem, alphas, basis=spec.solve.basis, dps=spec.solve.dps,
-               digits=spec.solve.digits, progress=progress)
+    try:
+        traj = run(problem, alphas, basis=spec.solve.basis, dps=spec.solve.dps,
+                   digits=spec.solve.digits, progress=progress)
+    except (IntegrationError, OverflowError, ZeroDivisionError) as e:
+        # an overflow inside the integration is the same event: the state left float range
+        raise IntegrationError(_knobs_of_a_failed_integration(spec, e)) from None
     skip = len(alphas) - len(grid)
     eps = traj.eps_g[skip:]
     for a, e in zip(grid, eps):

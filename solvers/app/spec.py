@@ -63,6 +63,11 @@ class SpecError(ValueError):
 
 
 NORMALISATIONS = ("paper", "1/K", "1/sqrt(K)", "none")
+# largest |readout|: as the activations' coefficients (derive.polynomial_text.MAX_COEFFICIENT)
+MAX_READOUT = 10**6
+# largest sigma_J: Q(0) = sigma_J^2 T past 1e6 T is the simulator's divergence bound
+# (solvers.sim.divergence.GROWTH)
+MAX_SIGMA_J = 10**3
 
 
 @dataclass(frozen=True)
@@ -472,6 +477,9 @@ def _init_value(v, label):
     raise _wrong_type(label, v, 'string or table {from = "run.json"}')
 
 
+_MAX_RUN_FILE = 1 << 28
+
+
 def _init_from_run(path_text: str, spec_name: str) -> dict:
     """The [init.modes] table of a simulate JSON (``init.modes``), path relative to the spec."""
     label = f'[training] init = {{from = {_fmt(path_text)}}}'
@@ -479,12 +487,15 @@ def _init_from_run(path_text: str, spec_name: str) -> dict:
     if not path.is_absolute() and spec_name not in ("<spec>", ""):
         path = Path(spec_name).parent / path
     try:
-        text = path.read_bytes()
+        if path.exists() and not path.is_file():    # a device or FIFO (/dev/zero): endless
+            raise _Problem(f"{label}: {path} is not a regular file")
+        with open(path, "rb") as fh:
+            text = fh.read(_MAX_RUN_FILE + 1)
     except FileNotFoundError:
         raise _Problem(f"{label}: cannot read {path}: no such file") from None
     except OSError as e:
         raise _Problem(f"{label}: cannot read {path}: {e.strerror or e}") from None
-    if len(text) > 1 << 28:
+    if len(text) > _MAX_RUN_FILE:
         raise _Problem(f"{label}: {path} is larger than 256 MiB")
     try:
         doc = json.loads(text.decode("utf-8"))
@@ -526,7 +537,9 @@ _SCHEMA = {
     "training": {
         "eta": (_exact, _REQUIRED, _gt(0)),
         "order": (_int, 2, _one_of(1, 2)),
-        "sigma_J": (_exact, Fraction(1, 100), _ge(0)),
+        "sigma_J": (_exact, Fraction(1, 100), _all(_ge(0), _rule(
+            lambda v: v <= MAX_SIGMA_J, f"must be <= {MAX_SIGMA_J} (initial student fields "
+            f"{MAX_SIGMA_J}x the teacher's are the simulator's divergence bound)"))),
         "seed": (_int, 0, _ge(0)),
         "init": (_init_value, "random", None),
         "noise": (_exact, Fraction(0), _ge(0)),
@@ -621,6 +634,18 @@ def _check_model(m: dict) -> ModelSpec:
                            f"only, not with normalisation = {_fmt(m['normalisation'])}")
         if len(m[key]) != n:
             raise _Problem(f"[model] {key} has {len(m[key])} entries: need {size} = {n}")
+        if key == "student_readout" and m["readout"] == "fixed" and not any(m[key]):
+            # sigma = sum_i v_i g(x_i) = 0 for every input and every gradient carries a v_i:
+            # nothing moves (and the printed system would have no terms)
+            raise _Problem(f"[model] student_readout = {_fmt(list(m[key]))}: every fixed "
+                           f"student readout is zero, so the student's output and its gradient "
+                           f"vanish and nothing is learned; give a non-zero entry (or "
+                           f"readout = \"trained\")")
+        big = [x for x in m[key] if abs(x) > MAX_READOUT]
+        if big:
+            raise _Problem(f"[model] {key} = {_fmt(list(m[key]))}: |{_fmt(big[0])}| is above "
+                           f"{MAX_READOUT:.0e}; a readout v scales the effective step to "
+                           f"eta v^2 and the outputs to v times the fields")
     return ModelSpec(**m)
 
 
@@ -821,6 +846,9 @@ def parse_spec(mapping: dict, *, name: str = "<spec>", extra_sections=(),
     return spec
 
 
+_MAX_SPEC_FILE = 1 << 24
+
+
 def read_document(path) -> dict:
     """The TOML document of a spec file, unvalidated.  Raises SpecError.
 
@@ -831,11 +859,14 @@ def read_document(path) -> dict:
     if Path(path).suffix.lower() == ".json":
         return _spec_of_result(path)
     try:
-        text = Path(path).read_bytes()
+        with open(path, "rb") as fh:        # capped: /dev/zero would never end
+            text = fh.read(_MAX_SPEC_FILE + 1)
     except FileNotFoundError:
         raise SpecError(f"{name}: cannot read {name}: no such file") from None
     except OSError as e:
         raise SpecError(f"{name}: cannot read {name}: {e.strerror or e}") from None
+    if len(text) > _MAX_SPEC_FILE:
+        raise SpecError(f"{name}: larger than {_MAX_SPEC_FILE >> 20} MiB: not a spec")
     try:
         doc = tomllib.loads(text.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -14,13 +14,17 @@ Printing on demand says so on stderr before it starts, with an estimate
         Taylor jets 0.6 s (beside the printing); 4.1 s of CPU)
 
 (plain lines, also when stderr is not a terminal; between them, for a generation estimated at
-more than PHASE_LINES_FROM seconds, one line as each phase starts).  With a second free CPU the
+more than PHASE_LINES_FROM seconds, one line as each phase starts).  Under the command line
+these notices go through :mod:`solvers.core.notices`: a short generation's lines are printed
+when the command succeeds and dropped when it fails (its error line stands alone); a long one's
+as they come.  With a second free CPU the
 Taylor jets are printed in a forked child beside the solver module (the policy of
 ``solvers.hierarchy.background``; ``SCALING_ODES_SERIAL=1`` turns it off); the CPU time
 reported includes the child's.  Processes that need the same
 module at once (pytest-xdist workers, the two runs of a precision check, a sweep's workers)
 take a lock file per system: one prints, the others wait for it and read its files; each file
-is written whole under a temporary name and renamed, so no reader ever sees a partial module.
+is written whole under a temporary name, compiled and imported there, and only then renamed:
+no reader ever sees a partial module, and a module that does not import is never cached.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from pathlib import Path
 from derive import codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
+from solvers.core import notices
 from solvers.core.cachedir import cache_dir
 from solvers.core.codegen_time import JETS_SHARE, describe, estimate_seconds
 from solvers.core.numbers import Float64Context
@@ -132,13 +137,8 @@ PHASE_LINES_FROM = 10.0
 
 
 def _say(text: str) -> None:
-    """One plain line on stderr (through tqdm when a bar may be showing, so it is not torn)."""
-    line = f"scaling-odes: {text}"
-    tqdm = sys.modules.get("tqdm")
-    if tqdm is not None and hasattr(tqdm, "tqdm"):
-        tqdm.tqdm.write(line, file=sys.stderr)
-    else:
-        print(line, file=sys.stderr, flush=True)
+    """One plain line on stderr (solvers.core.notices: held while a command line runs)."""
+    notices.say(text)
 
 
 @contextlib.contextmanager
@@ -213,8 +213,10 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
     estimate = estimate_seconds(key.activation, key.K, key.M, teacher=key.teacher)
     if "mpmath" not in targets:
         estimate *= JETS_SHARE                 # the jets alone: their share of the measured time
-    say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")
     verbose = estimate > PHASE_LINES_FROM
+    if verbose and say is _say:
+        notices.release()                      # a long generation is announced as it starts
+    say(f"generating {what} (about {describe(estimate)}, once; cached in {folder})")
     phases = {}
 
     def phase(name, work):
@@ -235,7 +237,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
             if child is not None and verbose:
                 say(f"{what}: Taylor jets, in a second process ...")
         text = phase("printing", lambda: codegen.render(key))
-        codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text)
+        codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text, verify=what)
     if child is not None:
         seconds = _finish_jets_process(child)
         if seconds is not None:
@@ -243,7 +245,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
             targets = [t for t in targets if t != "taylor"]
     if "taylor" in targets:
         text = phase("Taylor jets", lambda: _render(key, "taylor"))
-        codegen.write_atomic(jets_path, text)
+        codegen.write_atomic(jets_path, text, verify=f"{what} (Taylor jets)")
     took = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
     if child is not None and "taylor" not in targets:
         took += " (beside the printing)"
@@ -273,7 +275,8 @@ def _start_jets_process(key: SystemKey, path: Path):
 
     def jets():
         t0 = time.perf_counter()
-        codegen.write_atomic(path, _render(key, "taylor"))
+        codegen.write_atomic(path, _render(key, "taylor"), verify=f"{key.description} solver "
+                             "(Taylor jets)")
         return time.perf_counter() - t0
     try:
         return Background(jets)

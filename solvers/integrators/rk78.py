@@ -256,9 +256,12 @@ def _initial_step(fun, t0, y0, f0, span, sp, rtol, atol) -> float:
     d1 = sp.scaled_rms(f0, y0, y0, atol, rtol)
     h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 or not np.isfinite(d0 / d1) else 0.01 * d0 / d1
     h0 = min(h0, span)
+    if not h0 > 0:      # d1 past ~1e300 d0: the rates leave no step that float64 can hold
+        raise IntegrationError(f"the initial rates are {d1:.3g} times the state's scale: no "
+                               "representable step resolves them")
     hc = sp.ctx.convert(h0)
     f1 = fun(t0 + hc, y0 + f0 * hc)
-    d2 = sp.scaled_rms(f1 - f0, y0, y0, atol, rtol) / h0
+    d2 = sp.scaled_rms(f1 - f0, y0, y0, atol, rtol) / h0 if sp.finite(f1) else np.inf
     dmax = max(d1, d2)
     if not np.isfinite(dmax):
         h1 = 1e-3 * h0
@@ -337,6 +340,10 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                 h_try = h
             if not abs(h_try) > ulp * max(abs(t), abs(span)):
                 why = " after non-finite trial values" if saw_nonfinite else ""
+                if abs(h_try) > ulp * max(abs(t), 1) and not saw_nonfinite:
+                    # a step that t of order 1 would resolve: too short only against the span
+                    why = (f": the range of {ctx.to_float(span):.3g} in t is too long for "
+                           f"steps of this size at {ctx.dps} digits (alpha_max)")
                 raise IntegrationError(f"step size underflow (h={ctx.to_float(h_try):.3g}) at "
                                        f"t={ctx.to_float(t):.17g}{why}")
             attempts += 1

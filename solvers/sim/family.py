@@ -17,9 +17,10 @@ with Delta_mu = y_mu - sigma(xi_mu) (old J and v on the right).  eps_g is the cl
 arguments at given K, M is today's model (erf or linear in both slots, "paper" readouts), which
 ``simulate`` runs on its original kernels, bit for bit as before.
 
-Activations are parsed here without SymPy (the simulator's start-up stays light): "erf"
-(erf(x/sqrt 2)), "linear", "relu" or a polynomial in x with integer literals, + - * / and
-non-negative integer powers, its coefficients kept as exact fractions and rounded once to
+Activations are parsed without SymPy (derive.polynomial_text; the simulator's start-up stays
+light): "erf" (erf(x/sqrt 2)), "linear", "relu" or a polynomial in x with integer literals,
++ - * / and non-negative integer powers, not a constant, its coefficients kept as exact
+fractions and rounded once to
 float64 (tests/test_sim_family.py checks them against derive.family.activations).  The exact
 eps_g of order parameters uses the pair's I2 from derive.family (elementary for every pair),
 printed once into a cached NumPy module (:func:`pair_I2`; SymPy runs only the first time a pair
@@ -27,7 +28,6 @@ is met); the erf and linear pairs have their closed forms written out here.
 """
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,12 +36,12 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from derive.polynomial_text import NAMED, ActivationError, polynomial_coefficients
+
 __all__ = ["Activation", "parse_activation", "NORMALISATIONS", "readouts", "Schedule",
            "Family", "pair_I2", "eps_g"]
 
 ACT_ERF, ACT_LINEAR, ACT_RELU, ACT_POLY = 0, 1, 2, 3
-NAMED = ("erf", "linear", "relu")
-MAX_DEGREE = 6          # as derive.family.activations (the ODE side's symbolic cost)
 NORMALISATIONS = ("paper", "1/K", "1/sqrt(K)", "none")
 SCHEDULES = ("constant", "power", "steps")
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -101,7 +101,8 @@ class Activation:
 
 
 def parse_activation(spec) -> Activation:
-    """"erf" | "linear" | "relu" | a polynomial in x (exact coefficients, degree <= 6).
+    """"erf" | "linear" | "relu" | a polynomial in x of degree 1 to 6 (exact coefficients;
+    derive.polynomial_text).  A constant is refused: nothing could be learned.
 
     >>> parse_activation("(x**2 - 1)/2").exact
     (Fraction(-1, 2), Fraction(0, 1), Fraction(1, 2))
@@ -120,85 +121,15 @@ def parse_activation(spec) -> Activation:
         return Activation(ACT_RELU, (), "relu")
     if text == "linear":
         return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
-    c = _parse_polynomial(text, spec)
-    while len(c) > 1 and c[-1] == 0:
-        c.pop()
+    c = polynomial_coefficients(spec)
+    if len(c) == 1:
+        raise ActivationError(
+            f"activation {spec!r}: it is the constant {c[0]}, whose derivative vanishes (a "
+            "student of it gets no gradient, a teacher of it is a constant); use erf, linear, "
+            "relu or a polynomial of degree >= 1")
     if tuple(c) == (0, 1):
         return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
     return Activation(ACT_POLY, tuple(c), text)
-
-
-def _parse_polynomial(text, spec) -> list:
-    """Coefficient list (Fractions) of a polynomial string, by walking its syntax tree."""
-    def fail(why):
-        raise ValueError(f"activation {spec!r}: {why}; allowed: {', '.join(NAMED)} or a "
-                         "polynomial in x with rational coefficients, e.g. 'x**3 - 3*x'")
-
-    if len(text) > 2000:
-        fail("string longer than 2000 characters")
-    try:
-        tree = ast.parse(text.replace("^", "**"), mode="eval")
-    except SyntaxError:
-        fail("not a valid expression")
-
-    def mul(a, b):
-        out = [Fraction(0)] * (len(a) + len(b) - 1)
-        for i, p in enumerate(a):
-            for j, q in enumerate(b):
-                out[i + j] += p * q
-        return out
-
-    def add(a, b, sign=1):
-        n = max(len(a), len(b))
-        a, b = a + [Fraction(0)] * (n - len(a)), b + [Fraction(0)] * (n - len(b))
-        return [p + sign * q for p, q in zip(a, b)]
-
-    def degree(a):
-        return max((k for k, c in enumerate(a) if c), default=0)
-
-    def walk(node):
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
-                fail(f"literal {node.value!r} is not a number")
-            if isinstance(node.value, float):
-                fail(f"decimal literal {node.value!r} is not exact (write a fraction such as 1/2)")
-            return [Fraction(node.value)]
-        if isinstance(node, ast.Name):
-            if node.id != "x":
-                fail(f"unknown name {node.id!r} (the only variable is x)")
-            return [Fraction(0), Fraction(1)]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = walk(node.operand)
-            return [-c for c in v] if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.BinOp):
-            a = walk(node.left)
-            if isinstance(node.op, ast.Pow):
-                e = walk(node.right)
-                if degree(e) or e[0].denominator != 1 or e[0] < 0:
-                    fail("powers must be non-negative integers")
-                if degree(a) * int(e[0]) > MAX_DEGREE:
-                    fail(f"degree above the maximum {MAX_DEGREE}")
-                out = [Fraction(1)]
-                for _ in range(int(e[0])):
-                    out = mul(out, a)
-                return out
-            b = walk(node.right)
-            if isinstance(node.op, ast.Add):
-                return add(a, b)
-            if isinstance(node.op, ast.Sub):
-                return add(a, b, -1)
-            if isinstance(node.op, ast.Mult):
-                out = mul(a, b)
-                if degree(out) > MAX_DEGREE:
-                    fail(f"degree above the maximum {MAX_DEGREE}")
-                return out
-            if isinstance(node.op, ast.Div):
-                if degree(b) or b[0] == 0:
-                    fail("division only by a non-zero number")
-                return [c / b[0] for c in a]
-        fail(f"unsupported syntax {type(node).__name__}")
-
-    return walk(tree.body)
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,15 +417,12 @@ def _lambdified_I2(a: str, b: str):
     machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
     import hashlib
     import importlib.util
-    import os
     from solvers.core.cachedir import cache_dir
     key = hashlib.sha256(f"{a}\0{b}\0{_derive_sources_hash()}".encode()).hexdigest()[:20]
     path = cache_dir() / "family_I2" / f"I2_{key}.py"
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_I2_source(a, b))
-        os.replace(tmp, path)          # atomic: concurrent first uses are safe
+        from derive.codegen import write_atomic     # atomic, and imported before it is cached
+        write_atomic(path, _I2_source(a, b), verify=f"I2 of the pair ({a}, {b})")
     spec = importlib.util.spec_from_file_location(f"_family_I2_{key}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

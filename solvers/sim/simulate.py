@@ -103,6 +103,7 @@ from numbers import Integral, Real
 import numpy as np
 from solvers.core import initial
 from solvers.sim import family as fam
+from solvers.sim.divergence import DivergenceCheck
 from solvers.sim.streams import seed_state
 
 __all__ = [
@@ -529,9 +530,19 @@ def _holdout_eps(st: _Setup, rng, Jt, Bt, scale, v=None):
     return 0.5 * total / st.eps_holdout
 
 
-def _blowup(step, N):
-    return FloatingPointError(
-        f"weights became non-finite at alpha = {step / N:g} (step {step}); reduce eta")
+def _divergence_check(st: _Setup, Jt, Bt, T1) -> DivergenceCheck:
+    """The divergence bound of this run (solvers/sim/divergence.py), from its initial weights."""
+    R0, Q0 = _level1(Jt, Bt, st.lam, st.block), _level1(Jt, Jt, st.lam, st.block)
+    f = st.fam
+
+    def eps0():
+        if st.default_model:
+            return float(eps_g_from_order_parameters(st.activation, st.K, st.M, R0, Q0, T1))
+        return float(fam.eps_g(f.student, f.teacher, f.v, f.u, R0, Q0, T1))
+    check = DivergenceCheck(T1=T1, Q1_0=Q0, eta=st.eta, sigma_J=st.sigma_J, v=f.v, u=f.u,
+                            noise=f.noise, eps0=eps0)
+    check.check_start(st.N)
+    return check
 
 
 def _result(st: _Setup, R1, Q1, T1, init_modes, rate, holdout, J_final, vs=None):
@@ -734,6 +745,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     scale = st.scale
     init_modes = _init_modes(st, Jt, Bt)
     T1 = _level1(Bt, Bt, st.lam, st.block)
+    diverged = _divergence_check(st, Jt, Bt, T1)
 
     act = _ACT_CODE[st.activation]
     columns = st.K >= _COLUMN_KERNEL_MIN_K
@@ -765,14 +777,13 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
                 stepping_cpu += _thread_time() - c0 + helper_cpu
                 choice.record(nth, n, wall)
                 if bad >= 0:
-                    raise _blowup(done + bad, st.N)
+                    raise diverged.error(done + bad, st.N)
                 done += n
                 bar.update(n)
             Jrow = np.ascontiguousarray(Jw.T) if columns else Jw
             R1 = _level1(Jrow, Bt, st.lam, st.block)
             Q1 = _level1(Jrow, Jrow, st.lam, st.block)
-            if not (np.all(np.isfinite(R1)) and np.all(np.isfinite(Q1))):
-                raise _blowup(done, st.N)
+            diverged.check(done, st.N, Q1, R1)
             R1s.append(R1)
             Q1s.append(Q1)
             if holdout is not None:
@@ -796,6 +807,7 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
     scale = st.scale
     init_modes = _init_modes(st, Jt, Bt)
     T1 = _level1(Bt, Bt, st.lam, st.block)
+    diverged = _divergence_check(st, Jt, Bt, T1)
     K, M, N, bsz = st.K, st.M, st.N, f.batch_size
     J, B = np.ascontiguousarray(Jt), np.ascontiguousarray(Bt)
     v = f.v.copy()
@@ -835,14 +847,12 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
                 stepping_time += time.perf_counter() - t0
                 stepping_cpu += _thread_time() - c0
                 if bad >= 0:
-                    raise _blowup(done + bad, N)
+                    raise diverged.error(done + bad, N)
                 done += n
                 bar.update(n)
             R1 = _level1(J, Bt, st.lam, st.block)
             Q1 = _level1(J, J, st.lam, st.block)
-            if not (np.all(np.isfinite(R1)) and np.all(np.isfinite(Q1))
-                    and np.all(np.isfinite(v))):
-                raise _blowup(done, N)
+            diverged.check(done, N, Q1, R1, v)
             R1s.append(R1)
             Q1s.append(Q1)
             vs.append(v.copy())
@@ -922,7 +932,7 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
                 xi = zt if W is None else W @ zt
                 x = J @ xi / sqN
                 if not np.all(np.isfinite(x)):
-                    raise _blowup(done, st.N)
+                    raise DivergenceCheck.non_finite(st, done)
                 y = B @ xi / sqN
                 delta = g(y).sum() / sqM - g(x).sum() * sqM / st.K
                 grad = xi * mask if W is None else P @ xi
@@ -970,7 +980,7 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
                     xi = zt if W is None else W @ zt
                     x = J @ xi / sqN
                     if not np.all(np.isfinite(x)):
-                        raise _blowup(done, st.N)
+                        raise DivergenceCheck.non_finite(st, done)
                     y = B @ xi / sqN
                     label = f.u @ f.teacher(y)
                     if f.noise > 0:

@@ -20,6 +20,7 @@ from solvers.app.cli import plateau as cli_plateau
 from solvers.app.cli import plrf as cli_plrf
 from solvers.app.cli import simulate as cli_simulate
 from solvers.app.cli.common import CliError, check_outputs, emit
+from solvers.core import notices
 
 
 def cmd_solve(args) -> int:
@@ -112,7 +113,9 @@ def main(argv=None) -> int:
             warnings.simplefilter("always")
             check_outputs(args)              # an unwritable -o / --out fails before any work
             from solvers.core.progress import heartbeat
-            with heartbeat(f"scaling-odes {args.command}"):
+            # notices (a system printed on demand) are printed at the end of a run that
+            # succeeds and dropped from one that fails: its error line stands alone
+            with heartbeat(f"scaling-odes {args.command}"), notices.holding():
                 code = args.func(args)
         if caught:
             first = " ".join(str(caught[0].message).split())[:200]

@@ -19,7 +19,8 @@ JSON: ``alpha``, ``eps_g`` (test error against the noiseless target), ``train_er
 {gamma, r, c}, ``bounds`` {upper (26), lower (27) — both at alpha0 → ∞ —, lambda_inf and
 lower_here at the given alpha0}, ``linear_baseline`` (E σ⋆² − μ1⋆²), ``meta``; onestep-sim adds
 ``sim`` {kind: {eps_g, eps_g_sem, train_error, train_error_sem, d, p, seeds}} and
-``measured_srf`` (γ, r, c read off the real step, mean and standard error over seeds).
+``measured_srf`` (γ, r, c read off the real step, mean and standard error over seeds); the
+standard errors (``*_sem``) only with two seeds or more.
 """
 from __future__ import annotations
 
@@ -150,8 +151,8 @@ def cmd_sim(args, st, sec, sim) -> dict:
         for key in ("gamma", "r", "c"):
             a = np.array([m[key] for m in ms])
             out["measured_srf"][key] = float(a.mean())
-            out["measured_srf"][key + "_sem"] = (float(a.std(ddof=1) / np.sqrt(len(a)))
-                                                 if len(a) > 1 else None)
+            if len(a) > 1:          # one seed: no standard error (never null)
+                out["measured_srf"][key + "_sem"] = float(a.std(ddof=1) / np.sqrt(len(a)))
     out["meta"]["sim_wall_s"] = time.perf_counter() - t0
     return out
 

@@ -125,14 +125,15 @@ def run(kind, *, d, beta, alpha, student, target, lam, srf=None, alpha0=None, et
 
 
 def repeat(kind, seeds, **kw) -> dict:
-    """``run`` over several seeds: mean and standard error of the mean per α."""
+    """``run`` over several seeds: mean and, with two seeds or more, the standard error of the
+    mean per α (``eps_g_sem``, ``train_error_sem``)."""
     runs = [run(kind, seed=s, **kw) for s in seeds]
     out = {"alpha": runs[0]["alpha"], "kind": kind, "d": runs[0]["d"], "p": runs[0]["p"],
            "seeds": list(seeds)}
     for key in ("eps_g", "train_error"):
         a = np.array([r_[key] for r_ in runs])
         out[key] = a.mean(axis=0).tolist()
-        # one seed has no spread: None (JSON null), never NaN
-        out[key + "_sem"] = (a.std(axis=0, ddof=1) / np.sqrt(len(runs))).tolist() \
-            if len(runs) > 1 else [None] * a.shape[1]
+        # one seed has no spread: no standard error at all (never NaN, never null)
+        if len(runs) > 1:
+            out[key + "_sem"] = (a.std(axis=0, ddof=1) / np.sqrt(len(runs))).tolist()
     return out
