@@ -322,8 +322,10 @@ def size_solve(spec) -> None:
     check_solve(spec)
     m, d = spec.model, spec.data
     try:
-        check(solve_estimate(spec), f"[solve] alpha_max, L = {d.L}, K = {m.K}, M = {m.M}, "
-                                    f"digits = {spec.solve.digits}")
+        # the float routes' steps grow with eta * alpha_max: both knobs are named
+        check(solve_estimate(spec), f"[solve] alpha_max, [training] eta = "
+                                    f"{float(spec.training.eta):g}, L = {d.L}, K = {m.K}, "
+                                    f"M = {m.M}, digits = {spec.solve.digits}")
     except ValueError as e:
         raise ValueError(f"{e}{faster_route(spec)}") from None
 
