@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from solvers.theory.plrf import kernels
+from solvers.theory.plrf import kernels, size_curve
 from solvers.theory.plrf import recursion as R
 from solvers.theory.plrf.blocks import TAU, Blocks
 from solvers.theory.plrf.deterministic import _stieltjes_on_grid, _Sums, _cutoff, equivalent
@@ -96,3 +96,13 @@ def test_fast_equivalent_matches_plain(alpha, beta, v, d):
     # the per-cell bound above is ≤ 1e-9 relative (worst at the lower edge, where the density
     # has its square-root zero); 1e-9 of p for the curve, the closed form's own rtol
     assert np.max(np.abs(p_f / p_r - 1)) < 1e-9, np.max(np.abs(p_f / p_r - 1))
+
+
+@pytest.mark.contract
+def test_sizing_follows_the_compressed_cost():
+    """d = 10⁴, v = ∞ (seconds now) passes the estimate; a finite v whose arrays of length v
+    alone exceed the memory limit is refused before any work, naming v."""
+    size_curve(Problem(1.0, 0.7, INF, 10_000, 1, 0.1), "deterministic", 60)
+    size_curve(Problem(1.0, 0.7, 10 ** 6, 1000, 1, 0.1), "deterministic", 60)
+    with pytest.raises(ValueError, match="lower v"):
+        size_curve(Problem(1.0, 0.7, 10 ** 8, 10_000, 1, 0.1), "deterministic", 60)

@@ -27,11 +27,11 @@ FINE_PER_COARSE = 10      # ... split into this many fine ones
 MIN_FINE = 8              # fewest terms in a fine block (shorter ones are summed plainly)
 
 
-def layout(sig: np.ndarray, alpha: float):
+def layout(sig: np.ndarray, alpha: float, n: int | None = None):
     """The start j₀ of the compressed range and the fine / coarse block boundaries (0-based
     index ranges; coarse blocks as ranges of fine blocks).  No compression where it would not
     pay (then j₀ = len(sig) and there are no blocks)."""
-    n = sig.size
+    n = sig.size if n is None else n
     # a block [a, b) has h/c = tanh(α ln(b/a)) (in j, up to the ±1 of the integer ends)
     step_f = math.atanh(COARSE_HALF) / (alpha * FINE_PER_COARSE)
     j0 = int(math.ceil(MIN_FINE / (math.expm1(step_f))))
@@ -63,6 +63,14 @@ def moments(sig: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray):
         m[:, q] = np.add.reduceat(p, start)
         p *= u
     return c, h, m
+
+
+def terms_per_evaluation(n: int, alpha: float) -> int:
+    """An upper estimate of the terms one evaluation of a compressed sum over n terms touches
+    (for sizing): the plain head, every coarse block's series for σ and σ², and one coarse
+    block split into its fine ones."""
+    j0, fine, coarse = layout(np.zeros(0), alpha, n)
+    return j0 + 2 * K_MAX * (max(coarse.size - 1, 0) + FINE_PER_COARSE)
 
 
 class Blocks:
