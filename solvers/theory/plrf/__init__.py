@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from .blocks import K_MAX, terms_per_evaluation
 from .deterministic import DEError, equivalent
 from .model import Problem, draw, features, modes
 from .recursion import Spectrum, Unstable, loss_curve
@@ -66,7 +67,16 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
             raise ValueError(f"route = \"deterministic\" needs v > d (v = {pb.v}, d = {pb.d})")
         cells = _cells_estimate(pb)
         J = pb.v if pb.v != math.inf else 4 * pb.d
-        secs = (cells * J * 60 * 6 + 40 * cells ** 2 + n_r * cells) / FLOPS
+        need = 8.0 * 16 * J          # σ, b², weights and the moments' temporaries
+        if need > MAX_BYTES:
+            raise ValueError(f"route = \"deterministic\" at v = {pb.v} needs about "
+                             f"{need / 2 ** 30:.1f} GiB (limit {MAX_BYTES / 2 ** 30:.0f} GiB): "
+                             f"lower v")
+        # Newton at each cell on the compressed sums; plain sums over all J for c₀ and the
+        # edge (~100 evaluations) and the moments (K_MAX powers of three weights)
+        terms = terms_per_evaluation(J, pb.alpha)
+        secs = (cells * terms * 60 * 6 + 2000 * J + 3 * 8 * K_MAX * J + 40 * cells ** 2
+                + n_r * cells) / FLOPS
     else:
         raise ValueError(f"route = {route!r} must be \"exact\" or \"deterministic\"")
     if secs > MAX_SECONDS:

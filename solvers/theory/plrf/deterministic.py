@@ -27,6 +27,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from . import kernels
+from .blocks import Blocks
 from .model import Problem
 from .recursion import Spectrum
 
@@ -43,12 +44,16 @@ class _TailDiverges(Exception):
     """|s|σ_{J+1} too large for the v = inf tail series: take more terms explicitly."""
 
 
+@lru_cache(maxsize=64)
 def _scaled_zeta(p: float, step: float, q: int) -> np.ndarray:
-    """ζ(p + n·step, q)·q^(n·step), n = 0..N_SERIES+1 (mpmath: the unscaled values underflow)."""
+    """ζ(p + n·step, q)·q^(n·step), n = 0..N_SERIES+1 (mpmath: the unscaled values underflow).
+    Cached: the grid and the forcing of every β at the same α, d ask for the same values."""
     import mpmath
     with mpmath.workdps(30):
-        return np.array([float(mpmath.zeta(p + n * step, q) * mpmath.mpf(q) ** (n * step))
-                         for n in range(N_SERIES + 2)])
+        out = np.array([float(mpmath.zeta(p + n * step, q) * mpmath.mpf(q) ** (n * step))
+                        for n in range(N_SERIES + 2)])
+    out.flags.writeable = False
+    return out
 
 
 @dataclass
@@ -57,11 +62,14 @@ class _Sums:
 
     pb: Problem
     J: int
+    compress: bool = True     # False: every term explicitly (the reference for the blocks)
 
     def __post_init__(self):
         pb = self.pb
         self.sig = pb.sigma(self.J)
         self.b2 = pb.target(self.J) ** 2
+        self.blocks = Blocks(self.sig, pb.alpha, self.compress)
+        self.packed = (self.blocks.pack(self.sig), self.blocks.pack(self.sig ** 2))
         self.tail = pb.v == math.inf
         if self.tail:
             # Σ_{j>J} j^(−p − 2αn) for the weights σ, σ², σb², σ²b², scaled by σ_{J+1}^(−n) so
@@ -112,7 +120,7 @@ class _Sums:
     def forcing(self, s, c0: float):
         """Σ σ²b²/((1 + σs)(1 + σc₀)) at each s."""
         w = self.sig ** 2 * self.b2 / (1.0 + c0 * self.sig)
-        out = (w[None, :] / (1.0 + self.sig[None, :] * s[:, None])).sum(axis=1)
+        out = kernels.weighted(np.ascontiguousarray(s), self.sig, w, self.blocks.pack(w))
         if self.tail:
             # 1/((1+σs)(1+σc₀)) = Σ_n (−σ)^n h_n,  h_n = Σ_{k≤n} s^k c₀^(n−k)  (scaled by
             # σ_{J+1}^n like the coefficients)
@@ -150,7 +158,8 @@ def c0_root(sums: _Sums) -> float:
 
 def _solve_s(sums: _Sums, x: np.ndarray, eta_end: float = 1e-7, stages: int = 24):
     """s(x(1 + i η_end)) by continuation in Im z; returns s and the final relative residual."""
-    return kernels.stieltjes(x, eta_end, stages, 80, sums.sig, 1.0 / sums.pb.d, *sums.tails())
+    return kernels.stieltjes(x, eta_end, stages, 80, sums.sig, *sums.packed, 1.0 / sums.pb.d,
+                             *sums.tails())
 
 
 @dataclass(frozen=True)
@@ -170,14 +179,16 @@ def lower_edge(sums: _Sums, c0: float) -> float:
     """The bottom of the deterministic spectrum: below it s is real and z(s) = −1/s +
     (1/d)Σσ/(1+σs) increases from z(c₀) = 0; the edge is its maximum, dz/ds = 0 (s > c₀)."""
     def slope(s):
-        _, f1 = kernels.resolvent(complex(s), sums.sig, 1.0 / sums.pb.d, *sums.tails())
+        _, f1 = kernels.resolvent(complex(s), sums.sig, *sums.packed, 1.0 / sums.pb.d,
+                                  *sums.tails())
         return 1.0 / s ** 2 - f1.real
     hi = 2.0 * c0
     while slope(hi) > 0:
         hi *= 2.0
         sums.check_ratio(np.array([hi]))
     s_e = brentq(slope, c0, hi, rtol=1e-12)
-    f0, _ = kernels.resolvent(complex(s_e), sums.sig, 1.0 / sums.pb.d, *sums.tails())
+    f0, _ = kernels.resolvent(complex(s_e), sums.sig, *sums.packed, 1.0 / sums.pb.d,
+                              *sums.tails())
     return -1.0 / s_e + f0.real
 
 
@@ -197,12 +208,13 @@ def grid(pb: Problem, edge: float, sig_total: float, per_decade: int = 250,
 
 
 @lru_cache(maxsize=16)
-def _stieltjes_on_grid(alpha: float, v, d: int, per_decade: int, per_decade_top: int):
+def _stieltjes_on_grid(alpha: float, v, d: int, per_decade: int, per_decade_top: int,
+                       compress: bool):
     """c₀ and s on the cells (independent of β and of the step: shared by a whole ladder)."""
     pb = Problem(alpha, 1.0, v, d)
     J = _cutoff(pb)
     while True:
-        sums = _Sums(pb, J)
+        sums = _Sums(pb, J, compress)
         try:
             c0 = c0_root(sums)
             edges = grid(pb, lower_edge(sums, c0), sums.total("sig"), per_decade,
@@ -226,9 +238,12 @@ def _stieltjes_on_grid(alpha: float, v, d: int, per_decade: int, per_decade_top:
     return c0, x, dx, s, worst
 
 
-def equivalent(pb: Problem, per_decade: int = 250, per_decade_top: int = 1000) -> Equivalent:
-    c0, x, dx, s, worst = _stieltjes_on_grid(pb.alpha, pb.v, pb.d, per_decade, per_decade_top)
-    sums = _Sums(pb, _cutoff(pb))
+def equivalent(pb: Problem, per_decade: int = 250, per_decade_top: int = 1000,
+               compress: bool = True) -> Equivalent:
+    """``compress=False`` sums every σ_j explicitly (slow; the reference for the blocks)."""
+    c0, x, dx, s, worst = _stieltjes_on_grid(pb.alpha, pb.v, pb.d, per_decade, per_decade_top,
+                                             compress)
+    sums = _Sums(pb, _cutoff(pb), compress)
     w0 = sums.atom(c0)
     n = pb.d / math.pi * s.imag * dx
     g_reg = (s - c0) / x * sums.forcing(s, c0)

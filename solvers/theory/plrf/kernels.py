@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .blocks import RHO_MAX, TAU
+
 _EPS = 2.220446049250313e-16
 # relative residual |s·f(s)| accepted for the Stieltjes root: the sum over v ~ 10⁴-10⁵ terms
 # rounds at ~1e-13, and the caller refuses anything above 1e-8
@@ -81,16 +83,14 @@ def amplitudes(e, z, dS, origin, t):
 
 
 @njit(cache=True, nogil=True)
-def resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next):
-    """(1/d)Σσ/(1+σs) and (1/d)Σσ²/(1+σs)² at one complex s (tails as power series)."""
-    f0 = 0.0 + 0.0j
-    f1 = 0.0 + 0.0j
+def _plain(s, sig, lo, hi):
+    """Σσ/(1+σs) and Σσ²/(1+σs)² over j in [lo, hi), term by term."""
     sr, si = s.real, s.imag
     a0 = 0.0
     b0 = 0.0
     a1 = 0.0
     b1 = 0.0
-    for j in range(sig.size):
+    for j in range(lo, hi):
         # q = σ/(1 + σs) in real arithmetic (one division; numba's complex one is careful and slow)
         wr = 1.0 + sig[j] * sr
         wi = sig[j] * si
@@ -101,8 +101,91 @@ def resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next):
         b0 += qi
         a1 += qr * qr - qi * qi
         b1 += 2.0 * qr * qi
-    f0 += a0 + 1j * b0
-    f1 += a1 + 1j * b1
+    return a0 + 1j * b0, a1 + 1j * b1
+
+
+@njit(cache=True, nogil=True)
+def _series(s, c, h, m, p):
+    """Σ w/(1+σs)^p over one block from its moments m (see blocks.py); False if ρ is too large
+    for the series to reach TAU within the stored moments."""
+    den = 1.0 + c * s
+    t = s * (h / den)
+    rho = abs(t)
+    if rho > RHO_MAX:
+        return 0.0j, False
+    fac = (1.0 + rho) / (1.0 - rho)
+    if p == 2:
+        fac = fac * fac
+    acc = 0.0j
+    pw = 1.0 + 0.0j
+    rk = 1.0
+    for n in range(m.size):
+        acc += (n + 1 if p == 2 else 1) * pw * m[n]
+        pw *= -t
+        rk *= rho
+        # the rest of the series, per term and relative to its modulus
+        if (rk * fac if p == 1 else rk * (n + 2) * fac) <= TAU:
+            return (acc / den if p == 1 else acc / (den * den)), True
+    return 0.0j, False
+
+
+@njit(cache=True, nogil=True)
+def _pair(s, sig, b1, b2):
+    """Σσ/(1+σs), Σσ²/(1+σs)² over all j: plainly below j₀, by blocks above (b1, b2: the packed
+    moments of σ and σ²)."""
+    j0, f_lo, f_hi, fc, fh, fm1, c_first, c_last, cc, ch, cm1 = b1
+    fm2 = b2[5]
+    cm2 = b2[10]
+    f0, f1 = _plain(s, sig, 0, j0)
+    for k in range(cc.size):
+        v0, ok = _series(s, cc[k], ch[k], cm1[k], 1)
+        if ok:
+            v1, ok = _series(s, cc[k], ch[k], cm2[k], 2)
+        if ok:
+            f0 += v0
+            f1 += v1
+            continue
+        for f in range(c_first[k], c_last[k]):
+            v0, ok = _series(s, fc[f], fh[f], fm1[f], 1)
+            if ok:
+                v1, ok = _series(s, fc[f], fh[f], fm2[f], 2)
+            if not ok:
+                v0, v1 = _plain(s, sig, f_lo[f], f_hi[f])
+            f0 += v0
+            f1 += v1
+    return f0, f1
+
+
+@njit(cache=True, nogil=True)
+def weighted(s, sig, w, b):
+    """Σ_j w_j/(1+σ_j s) at each s (b: the packed moments of w)."""
+    j0, f_lo, f_hi, fc, fh, fm, c_first, c_last, cc, ch, cm = b
+    out = np.empty(s.size, dtype=np.complex128)
+    for p in range(s.size):
+        z = s[p]
+        acc = 0.0j
+        for j in range(j0):
+            acc += w[j] / (1.0 + sig[j] * z)
+        for k in range(cc.size):
+            v, ok = _series(z, cc[k], ch[k], cm[k], 1)
+            if ok:
+                acc += v
+                continue
+            for f in range(c_first[k], c_last[k]):
+                v, ok = _series(z, fc[f], fh[f], fm[f], 1)
+                if ok:
+                    acc += v
+                else:
+                    for j in range(f_lo[f], f_hi[f]):
+                        acc += w[j] / (1.0 + sig[j] * z)
+        out[p] = acc
+    return out
+
+
+@njit(cache=True, nogil=True)
+def resolvent(s, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next):
+    """(1/d)Σσ/(1+σs) and (1/d)Σσ²/(1+σs)² at one complex s (tails as power series)."""
+    f0, f1 = _pair(s, sig, b1, b2)
     pw = 1.0 + 0.0j
     for n in range(tail_sig.size):
         f0 += pw * tail_sig[n]
@@ -112,7 +195,7 @@ def resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next):
 
 
 @njit(cache=True, nogil=True)
-def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
+def _newton(s, zc, steps, tol, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next):
     """Newton on f(s) = 1/s + z − (1/d)Σσ/(1+σs) = 0 in the upper half plane; returns s and
     whether the relative residual |s·f(s)| fell to tol.  A step that leaves Im s > 0 is halved;
     if that does not help (in a spectral gap Im s is at the rounding level of Re s) the real
@@ -120,7 +203,7 @@ def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
     for it in range(steps + 1):
         if not (s.imag > 0.0 and abs(s) < 1e300):
             return s, False                   # lost: the caller's continuation starts afresh
-        f0, f1 = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
+        f0, f1 = resolvent(s, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next)
         f = 1.0 / s + zc - f0
         if abs(f * s) <= tol:
             return s, True
@@ -143,7 +226,8 @@ def _newton(s, zc, steps, tol, sig, inv_d, tail_sig, tail_sig2, sig_next):
 
 
 @njit(cache=True, nogil=True)
-def stieltjes(x, eta_end, stages, final_steps, sig, inv_d, tail_sig, tail_sig2, sig_next):
+def stieltjes(x, eta_end, stages, final_steps, sig, b1, b2, inv_d, tail_sig, tail_sig2,
+              sig_next):
     """s(x(1 + i η_end)) solving 1/s = −z + (1/d)Σσ/(1+σs) for ascending x.  From the top
     down, each point starts Newton from its upper neighbour's root (the root with Im s > 0 is
     unique for Im z > 0, so converging there is converging to it); a point where that does not
@@ -158,30 +242,31 @@ def stieltjes(x, eta_end, stages, final_steps, sig, inv_d, tail_sig, tail_sig2, 
         zc = x[p] * (1.0 + 1j * eta_end)
         ok = False
         if have:
-            s, ok = _newton(s_prev, zc, 8, TOL, sig, inv_d, tail_sig, tail_sig2, sig_next)
+            s, ok = _newton(s_prev, zc, 8, TOL, sig, b1, b2, inv_d, tail_sig, tail_sig2,
+                            sig_next)
         if have and not ok:
             # crossing the edge of an isolated eigenvalue: a short continuation in Im z from
             # the neighbour's root usually lands; the full one from Im z = 10 is the last resort
             s = s_prev
             for k in range(8):
                 im = x[p] * (0.1 * (eta_end / 0.1) ** ((k + 1) / 8))
-                s, _ = _newton(s, x[p] + 1j * im, 3, 0.0, sig, inv_d, tail_sig, tail_sig2,
-                               sig_next)
-            s, ok = _newton(s, zc, final_steps, TOL, sig, inv_d, tail_sig, tail_sig2,
-                            sig_next)
+                s, _ = _newton(s, x[p] + 1j * im, 3, 0.0, sig, b1, b2, inv_d, tail_sig,
+                               tail_sig2, sig_next)
+            s, ok = _newton(s, zc, final_steps, TOL, sig, b1, b2, inv_d, tail_sig,
+                            tail_sig2, sig_next)
         tries = 0
         while not ok and tries < 3:          # 24, 96, 384 stages
             n_st = stages * 4 ** tries
             s = -1.0 / (x[p] + 10.0j)
             for k in range(n_st):
                 im = 10.0 * (eta_end * x[p] / 10.0) ** ((k + 1) / n_st)
-                s, _ = _newton(s, x[p] + 1j * im, 2, 0.0, sig, inv_d, tail_sig, tail_sig2,
-                               sig_next)
-            s, ok = _newton(s, zc, final_steps, TOL, sig, inv_d, tail_sig, tail_sig2,
-                            sig_next)
+                s, _ = _newton(s, x[p] + 1j * im, 2, 0.0, sig, b1, b2, inv_d, tail_sig,
+                               tail_sig2, sig_next)
+            s, ok = _newton(s, zc, final_steps, TOL, sig, b1, b2, inv_d, tail_sig,
+                            tail_sig2, sig_next)
             tries += 1
         if s.imag > 0.0 and abs(s) < 1e300:
-            f0, _ = resolvent(s, sig, inv_d, tail_sig, tail_sig2, sig_next)
+            f0, _ = resolvent(s, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next)
             res[p] = abs((1.0 / s + zc - f0) * s)
         else:
             res[p] = np.inf                   # not found: the caller refuses the grid
