@@ -142,6 +142,9 @@ def _check_positive_semidefinite(r, tol: float):
     ``tol`` (a matrix further outside the cone is not a state of the ODEs).  Returns the
     smallest eigenvalue, clamped at 0 (the smallest over an array)."""
     low = float(np.min(_smallest_eigenvalue(r)))
+    if low == -math.inf:
+        raise ValueError("orthant probability: a correlation is not finite (the right-hand "
+                         "side lost its digits before it got here)")
     if not low >= -tol:
         raise ValueError(f"orthant probability: the correlation matrix is not positive "
                          f"semi-definite (smallest eigenvalue {low:.3g}, beyond the tolerance "
