@@ -160,13 +160,14 @@ def _cone_tol() -> float:
     return PSD_TOL
 
 
-def _grading(low: float, floor: float, ratio: int = 2) -> list[float]:
+def _grading(low: float, floor: float, ratio: int = 2, margin: int = 1) -> list[float]:
     """Split points of [0, 1] in s, shrinking by ``ratio`` towards 0 down to ~sqrt of the
-    smallest eigenvalue (where the integrand's nearest singularities sit), and not below
-    sqrt(floor): below the working precision's resolution the matrix is singular and the
-    integrand analytic at s = 0."""
+    smallest eigenvalue (where the integrand's nearest singularities sit; ``margin`` more
+    panels), and not below sqrt(floor): below the working precision's resolution the matrix is
+    singular and the integrand analytic at s = 0.  A well-conditioned matrix gets one or two
+    panels."""
     depth = 0.5 * math.log(1 / max(low, floor, 1e-300), ratio)
-    n = max(1, min(int(math.ceil(depth)) + 1, 400))
+    n = max(0, min(int(math.ceil(depth)) + margin, 400))
     return [0.0] + [float(ratio) ** -k for k in range(n, 0, -1)] + [1.0]
 
 
@@ -196,7 +197,7 @@ def orthant4_mpmath(*r):
         # graded by 2 or 8
         # below 10^-dps the smallest eigenvalue is within the inputs' own rounding, which moves P4
         # by ~sqrt(10^-dps) there anyway: no panels below that scale
-        pts = [mp.mpf(x) for x in _grading(low, 10.0 ** -dps, 4)]
+        pts = [mp.mpf(x) for x in _grading(low, 10.0 ** -dps, 4, 0)]
         val, err = mp.quad(f, pts, error=True)
         if not err < mp.mpf(10) ** (-dps - 1):
             raise ValueError(f"orthant probability: quadrature error {mp.nstr(err, 3)} above "
@@ -268,12 +269,18 @@ def _panels(n_per_panel: int, edges):
     return np.concatenate(ts), np.concatenate(ws)
 
 
-# panels in s down to sqrt(float64's eigenvalue resolution): below it a correlation matrix is
-# singular to rounding, and the integrand analytic at s = 0
-_EDGES = _grading(0.0, 2.0 ** -52)
-_FINE = _panels(16, _EDGES)
-_COARSE = _panels(11, _EDGES)
-# two rules' difference allowed: a few hundred units of rounding (the integrand's terms are
+_RULES = {}
+
+
+def _rules(n_panels: int):
+    """(fine, coarse) Gauss–Legendre rules on ``n_panels`` panels graded by 2 towards s = 0."""
+    if n_panels not in _RULES:
+        edges = [0.0] + [0.5 ** k for k in range(n_panels - 1, 0, -1)] + [1.0]
+        _RULES[n_panels] = (_panels(16, edges), _panels(11, edges))
+    return _RULES[n_panels]
+
+
+# two rules' difference allowed: a few thousand units of rounding (the integrand's terms are
 # O(1) and its minors carry errors of a few ulps; measured <= 2e-15 on aligned states)
 FLOAT64_TOL = 1e-12
 
@@ -282,7 +289,10 @@ def orthant4_float(*r):
     """P4 in float64 (numpy arrays broadcast); ValueError when two Gauss–Legendre rules differ
     by more than FLOAT64_TOL."""
     rr = [np.asarray(x, dtype=float)[..., None] for x in r]
-    _check_positive_semidefinite(r, _cone_tol())
+    low = _check_positive_semidefinite(r, _cone_tol())
+    # panels down to sqrt of the smallest eigenvalue (of the worst entry of an array), and to
+    # sqrt(float64's eigenvalue resolution) at most: below it the matrix is singular to rounding
+    fine_rule, coarse_rule = _rules(len(_grading(low, 2.0 ** -52)) - 1)
     m = _minors(rr, lambda x: np.maximum(x, 0.0), np.sqrt, lambda x, b: np.clip(x, -b, b))
 
     def rule(nodes):
@@ -292,7 +302,7 @@ def orthant4_float(*r):
         return 1 / 16 + np.sum(vals * w, axis=-1)
 
     with np.errstate(invalid="ignore", divide="ignore"):   # outside the cone: refused below
-        fine, coarse = rule(_FINE), rule(_COARSE)
+        fine, coarse = rule(fine_rule), rule(coarse_rule)
     diff = np.max(np.abs(fine - coarse)) if np.size(fine) else 0.0
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "
