@@ -62,17 +62,113 @@ def _ray_derivative(r, t, sqrt, asin, pi):
     return total
 
 
-def _check_positive_definite(r) -> float:
-    """ValueError unless the correlation matrix of r is positive definite (float64 screen: the
-    quadratures below assume it, and a matrix outside the cone is not a state of the ODEs)."""
-    R = np.eye(4)
-    for (a, b), x in zip(PAIRS, r):
-        R[a, b] = R[b, a] = float(x.mid()) if hasattr(x, "mid") else float(x)
-    low = np.linalg.eigvalsh(R)[0] if np.all(np.isfinite(R)) else -np.inf
-    if not low > 0:
-        raise ValueError(f"orthant probability: the correlation matrix is not positive definite "
-                         f"(smallest eigenvalue {low:.3g}): the state is not realisable")
-    return float(low)
+def _minors(r, clamp, sqrt, clip):
+    """Per pair (a, b) of PAIRS: the minors of the correlation matrix R that make the minors of
+    S(u) = (1 - u) R + u I polynomials in u without cancellation near u = 0 (t = 1 - u on
+    Plackett's ray).  ``clamp(x)`` = max(x, 0), ``clip(x, m)`` clips x into [-m, m]: the
+    principal minors are kept non-negative and the three-field ones below the two-field ones
+    they contain, and the cofactor within Cauchy–Schwarz of the two it couples, as they are for
+    every positive semi-definite R.  A rank-deficient R (aligned fields, the end of learning)
+    then gives exactly zero minors rather than a rounding residue of either sign, and the
+    integrand stays analytic at s = 0."""
+    out = []
+    for k, (a, b) in enumerate(PAIRS):
+        c, d = [i for i in range(4) if i not in (a, b)]
+        rab = r[k]
+        rca, rcb, rda, rdb, rcd = _r(r, c, a), _r(r, c, b), _r(r, d, a), _r(r, d, b), _r(r, c, d)
+        d2 = clamp((1 - rab) * (1 + rab))
+        m_ac, m_bc = clamp((1 - rca) * (1 + rca)), clamp((1 - rcb) * (1 + rcb))
+        m_ad, m_bd = clamp((1 - rda) * (1 + rda)), clamp((1 - rdb) * (1 + rdb))
+        d3c = clip(clamp((1 - rab * rab) - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)),
+                   _least(_least(d2, m_ac), m_bc))
+        d3d = clip(clamp((1 - rab * rab) - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)),
+                   _least(_least(d2, m_ad), m_bd))
+        cof3 = clip((1 - rab * rab) * rcd - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda)),
+                    sqrt(d3c * d3d))
+        cof2 = (rcd - rdb * rcb) + (rcd - rda * rca)
+        out.append((rab, d2, d3c, d2 + m_ac + m_bc, d3d, d2 + m_ad + m_bd, cof3, cof2, rcd))
+    return out
+
+
+def _least(x, y):
+    return np.minimum(x, y) if isinstance(x, np.ndarray) else (x if not y < x else y)
+
+
+def _ray_integrand(minors, s, sqrt, asin, pi, clip=None):
+    """The integrand of P4 = 1/16 + ∫_0^1 (...) ds after t = 1 - s² on Plackett's ray.
+
+    At t = 1 - u the minors of t R + (1 - t) I are polynomials in u whose coefficients are
+    minors of R (``_minors``), so nothing cancels as u -> 0; the substitution u = s² turns the
+    square-root end-point singularity of a singular R into an analytic integrand in s, and the
+    near-singular case into singularities at distance ~ sqrt(smallest eigenvalue) from s = 0,
+    which the callers' rules grade towards.  ``clip``: clamps the partial correlation into
+    [-1, 1] against rounding (float and mpmath contexts)."""
+    u = s * s
+    v = 1 - u
+    v2 = v * v
+    v3 = v2 * v
+    total = 0
+    for rab, d2, d3c, e2c, d3d, e2d, cof3, cof2, rcd in minors:
+        one = d2 * v2 + u * (1 + v)
+        vc = d3c * v3 + e2c * u * v2 + 3 * u * u * v + u * u * u
+        vd = d3d * v3 + e2d * u * v2 + 3 * u * u * v + u * u * u
+        num = cof3 * v3 + cof2 * u * v2 + rcd * u * u * v
+        rc = num / (sqrt(vc) * sqrt(vd))
+        if clip is not None:
+            rc = clip(rc)
+        # dt = 2 s ds; 2 s / sqrt(one) stays finite as s -> 0 when r_ab = ±1
+        total = total + rab * (0.25 + asin(rc) / (2 * pi)) * (2 * s / sqrt(one)) / (2 * pi)
+    return total
+
+
+def _smallest_eigenvalue(r):
+    """The smallest eigenvalue of the correlation matrix of r (float64 screen; arrays
+    broadcast; -inf where r is not finite)."""
+    rr = np.broadcast_arrays(*[np.asarray(float(x.mid()) if hasattr(x, "mid") else x,
+                                          dtype=float) for x in r])
+    R = np.zeros(rr[0].shape + (4, 4))
+    R[..., range(4), range(4)] = 1.0
+    for (a, b), x in zip(PAIRS, rr):
+        R[..., a, b] = R[..., b, a] = x
+    finite = np.all(np.isfinite(R), axis=(-2, -1))
+    low = np.full(finite.shape, -math.inf)
+    if np.any(finite):
+        low[finite] = np.linalg.eigvalsh(R[finite])[..., 0]
+    return low if low.ndim else float(low)
+
+
+def _check_positive_semidefinite(r, tol: float):
+    """ValueError unless the correlation matrix of r is positive semi-definite to within
+    ``tol`` (a matrix further outside the cone is not a state of the ODEs).  Returns the
+    smallest eigenvalue, clamped at 0 (the smallest over an array)."""
+    low = float(np.min(_smallest_eigenvalue(r)))
+    if low == -math.inf:
+        raise ValueError("orthant probability: a correlation is not finite (the right-hand "
+                         "side lost its digits before it got here)")
+    if not low >= -tol:
+        raise ValueError(f"orthant probability: the correlation matrix is not positive "
+                         f"semi-definite (smallest eigenvalue {low:.3g}, beyond the tolerance "
+                         f"{tol:.1g}): the state is not realisable")
+    return max(low, 0.0)
+
+
+def _cone_tol() -> float:
+    """How far below zero the smallest eigenvalue of a state's correlation matrix may sit: the
+    states come from an integrator, whose truncation error may push a singular (perfectly
+    learned) Gram matrix just outside the cone: the tolerance of the modes-basis watch."""
+    from solvers.hierarchy.stability import PSD_TOL
+    return PSD_TOL
+
+
+def _grading(low: float, floor: float, ratio: int = 2, margin: int = 1) -> list[float]:
+    """Split points of [0, 1] in s, shrinking by ``ratio`` towards 0 down to ~sqrt of the
+    smallest eigenvalue (where the integrand's nearest singularities sit; ``margin`` more
+    panels), and not below sqrt(floor): below the working precision's resolution the matrix is
+    singular and the integrand analytic at s = 0.  A well-conditioned matrix gets one or two
+    panels."""
+    depth = 0.5 * math.log(1 / max(low, floor, 1e-300), ratio)
+    n = max(0, min(int(math.ceil(depth)) + margin, 400))
+    return [0.0] + [float(ratio) ** -k for k in range(n, 0, -1)] + [1.0]
 
 
 # -- mpmath -----------------------------------------------------------------------------------
@@ -81,20 +177,32 @@ def orthant4_mpmath(*r):
     """P4 at mpmath's working precision (scoped by the caller's context); ValueError when the
     quadrature's error estimate is not below 10^-dps."""
     import mpmath as mp
-    _check_positive_definite(r)
     dps = mp.mp.dps
+    low = _check_positive_semidefinite(r, _cone_tol())
     with mp.workdps(dps + 10):
         rr = [mp.mpf(x) for x in r]
+        zero, one = mp.mpf(0), mp.mpf(1)
+        # the minors of the given (exact) correlations exactly: cubic in them
+        with mp.workprec(3 * mp.mp.prec + 64):
+            m = _minors(rr, lambda x: x if x > 0 else zero, mp.sqrt,
+                        lambda x, b: max(-b, min(b, x)))
+        m = [[+x for x in row] for row in m]
 
-        def f(t):
-            return _ray_derivative(rr, t, mp.sqrt, mp.asin, mp.pi)
+        def f(s):
+            return _ray_integrand(m, s, mp.sqrt, mp.asin, mp.pi,
+                                  clip=lambda x: max(-one, min(one, x)))
 
-        # tanh-sinh: measured faster than Gauss–Legendre here at 30 and 100 digits, and it
-        # copes with the near-singular end point of an almost aligned pair (bench_orthant.py)
-        val, err = mp.quad(f, [0, 1], error=True)
+        # tanh-sinh on panels graded by 4 towards s = 0 (the nearly singular end): measured
+        # faster than Gauss–Legendre at 30 and 100 digits (bench_orthant.py), and than panels
+        # graded by 2 or 8
+        # below 10^-dps the smallest eigenvalue is within the inputs' own rounding, which moves P4
+        # by ~sqrt(10^-dps) there anyway: no panels below that scale
+        pts = [mp.mpf(x) for x in _grading(low, 10.0 ** -dps, 4, 0)]
+        val, err = mp.quad(f, pts, error=True)
         if not err < mp.mpf(10) ** (-dps - 1):
             raise ValueError(f"orthant probability: quadrature error {mp.nstr(err, 3)} above "
-                             f"1e-{dps} (correlation matrix close to singular?)")
+                             f"1e-{dps} (smallest eigenvalue of the correlation matrix "
+                             f"{low:.2g})")
         out = mp.mpf(1) / 16 + val
     return +out
 
@@ -106,10 +214,11 @@ def orthant4_arb(*r):
     enclosure of ``acb.integral``; ValueError when it is wider than the precision allows."""
     from flint import acb, arb, ctx
 
-    if _check_positive_definite(r) < ALIGNED:
-        # nearly aligned fields: acb.integral bisects towards the end point (measured 5x
-        # slower than tanh-sinh there, bench_orthant.py); mpmath at flint's precision instead,
-        # with its error estimate checked, returned as an exact arb of the midpoint
+    if _check_positive_semidefinite(r, _cone_tol()) < ALIGNED:
+        # nearly aligned (or singular) fields: acb.integral bisects towards the end point
+        # (measured 5x slower than tanh-sinh there, bench_orthant.py) and cannot enclose a
+        # singular end point; mpmath at flint's precision instead, with its error estimate
+        # checked, returned as an exact arb of the midpoint
         import mpmath as mp
         with mp.workdps(ctx.dps):
             val = orthant4_mpmath(*[mp.mpf(_mid_text(x)) for x in r])
@@ -150,10 +259,9 @@ def _mid_text(x) -> str:
 
 # -- float64 ----------------------------------------------------------------------------------
 
-def _panels(n_per_panel: int, n_panels: int):
-    """Gauss–Legendre nodes and weights on [0, 1], panels halving towards t = 1."""
+def _panels(n_per_panel: int, edges):
+    """Gauss–Legendre nodes and weights on the panels between ``edges``."""
     x, w = np.polynomial.legendre.leggauss(n_per_panel)
-    edges = [0.0] + [1 - 0.5 ** k for k in range(1, n_panels)] + [1.0]
     ts, ws = [], []
     for a, b in zip(edges[:-1], edges[1:]):
         ts.append(a + (b - a) * (x + 1) / 2)
@@ -161,8 +269,19 @@ def _panels(n_per_panel: int, n_panels: int):
     return np.concatenate(ts), np.concatenate(ws)
 
 
-_FINE = _panels(20, 12)
-_COARSE = _panels(14, 12)
+_RULES = {}
+
+
+def _rules(n_panels: int):
+    """(fine, coarse) Gauss–Legendre rules on ``n_panels`` panels graded by 2 towards s = 0."""
+    if n_panels not in _RULES:
+        edges = [0.0] + [0.5 ** k for k in range(n_panels - 1, 0, -1)] + [1.0]
+        _RULES[n_panels] = (_panels(16, edges), _panels(11, edges))
+    return _RULES[n_panels]
+
+
+# two rules' difference allowed: a few thousand units of rounding (the integrand's terms are
+# O(1) and its minors carry errors of a few ulps; measured <= 2e-15 on aligned states)
 FLOAT64_TOL = 1e-12
 
 
@@ -170,18 +289,22 @@ def orthant4_float(*r):
     """P4 in float64 (numpy arrays broadcast); ValueError when two Gauss–Legendre rules differ
     by more than FLOAT64_TOL."""
     rr = [np.asarray(x, dtype=float)[..., None] for x in r]
-    if all(np.ndim(x) == 0 for x in r):
-        _check_positive_definite(r)
+    low = _check_positive_semidefinite(r, _cone_tol())
+    # panels down to sqrt of the smallest eigenvalue (of the worst entry of an array), and to
+    # sqrt(float64's eigenvalue resolution) at most: below it the matrix is singular to rounding
+    fine_rule, coarse_rule = _rules(len(_grading(low, 2.0 ** -52)) - 1)
+    m = _minors(rr, lambda x: np.maximum(x, 0.0), np.sqrt, lambda x, b: np.clip(x, -b, b))
 
     def rule(nodes):
-        t, w = nodes
-        vals = _ray_derivative(rr, t, np.sqrt, np.arcsin, math.pi)
+        s, w = nodes
+        vals = _ray_integrand(m, s, np.sqrt, np.arcsin, math.pi,
+                              clip=lambda x: np.clip(x, -1.0, 1.0))
         return 1 / 16 + np.sum(vals * w, axis=-1)
 
-    with np.errstate(invalid="ignore"):         # outside the cone: refused just below
-        fine, coarse = rule(_FINE), rule(_COARSE)
+    with np.errstate(invalid="ignore", divide="ignore"):   # outside the cone: refused below
+        fine, coarse = rule(fine_rule), rule(coarse_rule)
     diff = np.max(np.abs(fine - coarse)) if np.size(fine) else 0.0
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "
-                         f"(correlation matrix close to singular?)")
+                         f"(correlation matrix outside the positive semi-definite cone?)")
     return fine if np.ndim(fine) else float(fine)
