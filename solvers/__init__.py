@@ -9,6 +9,7 @@ functions of a spec (a dict of the TOML schema, a TOML path or a parsed Spec); s
 __version__ = "0.1.0"
 
 _API = ("load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "floor",
+        "fit_exponent",
         "bayes",
         "kernel", "plrf", "derive", "SpecError", "PrecisionLost", "Result", "SolveResult",
         "SimulateResult", "CompareResult", "DeriveResult")

@@ -17,6 +17,7 @@ function           subcommand                                 returns
 ``plateau``        ``scaling-odes plateau``                   the JSON dict
 ``asymptotic``     ``scaling-odes asymptotic``                the JSON dict
 ``floor``          ``scaling-odes floor``                     the JSON dict
+``fit_exponent``   (any curve: alpha, values)                 exponent and its uncertainty
 ``bayes``          ``scaling-odes bayes [transitions|limit]`` the JSON dict
 ``kernel``         ``scaling-odes kernel`` / ``kernel-mc``    the JSON dict
 ``plrf``           ``scaling-odes plrf curve|frontier|…``     the JSON dict
@@ -58,7 +59,9 @@ from solvers.api.results import (CompareResult, DeriveResult, Result, SimulateRe
                                  SolveResult)
 from solvers.api.run import (asymptotic, bayes, compare, derive, floor, kernel, linear,
                              load_spec, plateau, plrf, simulate, solve)
+from solvers.theory.exponent import fit_exponent
 
 __all__ = ["load_spec", "solve", "simulate", "compare", "linear", "plateau", "asymptotic", "floor",
+           "fit_exponent",
            "bayes", "kernel", "plrf", "derive", "SpecError", "Result", "SolveResult",
            "SimulateResult", "CompareResult", "DeriveResult"]

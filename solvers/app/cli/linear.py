@@ -105,7 +105,30 @@ def curve_result(spec, route: str, progress=None) -> dict:
     else:
         out = [float(v) for v in eps]
     meta["wall_time"] = time.perf_counter() - started
-    return {"alpha": list(alphas), "eps_g": out, "meta": meta}
+    res = {"alpha": list(alphas), "eps_g": out, "meta": meta}
+    res.update(_exponents(spec, alphas, eps))
+    return res
+
+
+def _exponents(spec, alphas, eps) -> dict:
+    """The curve's late exponent (solvers.theory.exponent: the last decade of the grid, with
+    its uncertainty) and, on a power-law spectrum, the theory's beside it: β/(1+β) and the
+    local exponent of the window's approximation at its centre (solvers.theory.linear)."""
+    from solvers.theory.exponent import fit_exponent
+    out = {}
+    try:
+        out["late_exponent"] = fit_exponent(alphas, [float(v) for v in eps])
+    except ValueError:
+        pass                            # too few points in the last decade: nothing to fit
+    d, t = spec.data, spec.training
+    if d.beta is not None and d.beta > 0:
+        from solvers.theory.linear import window_result
+        w = window_result(d.L, float(d.beta), float(t.eta))
+        out["exponent_theory"] = {"asymptotic": w["exponent_theory"],
+                                  "local_at_centre": w["exponent"],
+                                  "alpha_centre": w["alpha_centre"],
+                                  "window": [w["alpha_lower"], w["alpha_upper"]]}
+    return out
 
 
 def window_result_of(spec) -> dict:
