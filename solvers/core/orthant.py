@@ -152,11 +152,17 @@ def _check_positive_semidefinite(r, tol: float):
     return max(low, 0.0)
 
 
+# relative tolerance of the positive-semidefinite test of a state (here and in the modes-basis
+# watch, solvers.hierarchy.stability): the states are integrated to rtol <= 1e-8 and a perfectly
+# learned Gram matrix is singular, so its smallest eigenvalue may sit a truncation error below
+# zero; a diverging or broken run misses by far more.
+PSD_TOL = 1e-6
+
+
 def _cone_tol() -> float:
     """How far below zero the smallest eigenvalue of a state's correlation matrix may sit: the
     states come from an integrator, whose truncation error may push a singular (perfectly
-    learned) Gram matrix just outside the cone: the tolerance of the modes-basis watch."""
-    from solvers.hierarchy.stability import PSD_TOL
+    learned) Gram matrix just outside the cone."""
     return PSD_TOL
 
 

@@ -43,15 +43,11 @@ from fractions import Fraction
 
 import numpy as np
 
+from solvers.core.orthant import PSD_TOL  # noqa: F401  (one tolerance for every PSD test)
+
 
 class Unstable(ValueError):
     """The run diverges or has left the realisable set (one-line message names the cause)."""
-
-
-# relative tolerance of the positive-semidefinite test: the states are integrated to rtol
-# <= 1e-8 and a perfectly learned Gram matrix is singular, so its smallest eigenvalue may sit
-# a truncation error below zero; a diverging or broken run misses by far more.
-PSD_TOL = 1e-6
 
 
 def _float(x) -> float:
