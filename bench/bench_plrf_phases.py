@@ -5,8 +5,8 @@ every phase row, on ladders of d, next to the phase's prediction.
 
 A ladder ``LO-HI`` is d = LO·2^(k/2) up to HI (nine sizes for a factor 16), v = 4d, γ = "auto",
 B = 1, cells (250, 1000) per decade (``--quick``: the ladder 100-400 at (80, 250), rows Ia and
-Ib only).  The compute grid runs from f = 10³ with 12 points per decade up to
-10¹²·(HI/1600)²: the minimum over d must stay inside the ladder, and every predicted ξ is ≳ ½.
+Ib only).  The compute grid has 12 points per decade from 10³·(LO/100)² to 10¹²·(HI/1600)² (the
+grid of the 100-1600 ladder moved with the ladder: every predicted ξ is ≳ ⅓, mostly ≈ ½).
 Each row prints ξ ± se, η ± se (standard errors of the fit), the prediction, the number of
 refined minima and their range of d*, and the CPU seconds of the row (BLAS on one thread).
 Rows with a noise-off control also print the noise share of the optimal loss,
@@ -49,8 +49,13 @@ def ladder(spec: str) -> list[int]:
 
 
 def f_grid(ds) -> np.ndarray:
+    """The 100-1600 grid 10³..10¹² scaled by (d/100)² at the bottom and (d/1600)² at the top.
+    The bottom matters: at the smallest f the largest sizes have taken only r ≈ 10 steps, and
+    below the line (γ ∝ d^(2α−1)) that early loss is not monotone in d, so the ladder shows
+    spurious interior minima at P ≈ P(0) which the fit would take (seen at 102400-1638400)."""
+    f_min = 1e3 * max(1.0, (min(ds) / 100) ** 2)
     f_max = 1e12 * max(1.0, (max(ds) / 1600) ** 2)
-    return np.geomspace(1e3, f_max, int(round(12 * math.log10(f_max / 1e3))) + 1)
+    return np.geomspace(f_min, f_max, int(round(12 * math.log10(f_max / f_min))) + 1)
 
 
 def _pm(x, se):
