@@ -75,6 +75,8 @@ def test_simulate_json(tmp_path, capsys):
     (("steps = [0, 10, 100, 100000000]", "steps = [10, 5]"), "curve", "increasing"),
     (("steps = [0, 10, 100, 100000000]", "r_max = 100"), "curve", "r_max with n_points"),
     (("d = 50", "d = 300000"), "curve", "GiB"),
+    (("v = 200\nd = 50", 'v = "inf"\nd = 200000\nroute = "deterministic"'), "curve",
+     "checked up to d = 102400"),
     (("d = 50", "d = 50\nwidth = 3"), "curve", "unknown key 'width'"),
     (("v = 200", "v = 40"), "curve", "P*"),                         # runs: v < d is fine
 ])

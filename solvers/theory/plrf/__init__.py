@@ -35,6 +35,11 @@ __all__ = ["Problem", "curve", "simulate", "spectrum", "Unstable", "DEError", "r
 MAX_POINTS = 100_000
 MAX_BYTES = 4 * 2 ** 30
 MAX_SECONDS = 600.0          # refuse requests estimated above this, before any work
+# The deterministic route is checked up to this d (ladders to 6400-102400 agree with the
+# phase predictions and with the noise-off control).  Beyond it the SGD-noise part of the curve
+# jumps between neighbouring d (bench/bench_plrf_phases.py, BENCHMARKS.md section 41): refused
+# until that is understood, rather than returned as a number.
+DETERMINISTIC_MAX_D = 102_400
 FLOPS = 1e9                  # a deliberately low rate for estimates (a shared 2-core machine)
 
 
@@ -65,6 +70,10 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
     elif route == "deterministic":
         if pb.v != math.inf and pb.v <= pb.d:
             raise ValueError(f"route = \"deterministic\" needs v > d (v = {pb.v}, d = {pb.d})")
+        if pb.d > DETERMINISTIC_MAX_D:
+            raise ValueError(f"route = \"deterministic\" at d = {pb.d}: checked up to d = "
+                             f"{DETERMINISTIC_MAX_D} only (beyond it the SGD-noise part of the "
+                             f"curve is not consistent between neighbouring d): lower d")
         cells = _cells_estimate(pb)
         J = pb.v if pb.v != math.inf else 4 * pb.d
         need = 8.0 * 16 * J          # σ, b², weights and the moments' temporaries
