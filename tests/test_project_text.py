@@ -67,11 +67,13 @@ def test_no_references_to_notes_or_issues():
     assert not hits, "\n".join(hits[:40])
 
 
-USER_DOCS = ["README.md", "notebooks/README.md", "docs/**/*.md", "examples/*.toml"]
+USER_DOCS = ["README.md", "BENCHMARKS.md", "notebooks/README.md", "docs/**/*.md", "examples/*.toml"]
 PATH_RE = re.compile(r"(?<![\w/.~$-])((?:derive|solvers|tests|bench|docs|notebooks|examples)"
                      r"/[\w./-]*[\w/])")
-# pages the docs build makes (docs/hooks/reference.py: BENCHMARKS.md and notebooks/ as pages)
-GENERATED_PAGES = {(ROOT / "docs" / "benchmarks.md").resolve()}
+# pages the docs build makes (docs/hooks/reference.py: BENCHMARKS.md, bench/ARCHIVE.md and
+# notebooks/ as pages)
+GENERATED_PAGES = {(ROOT / "docs" / name).resolve()
+                   for name in ("benchmarks.md", "benchmarks-archive.md")}
 LINK_RE = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

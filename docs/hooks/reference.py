@@ -275,19 +275,40 @@ def _read(rel: str) -> str:
 
 BENCHMARKS_HEAD = """# Benchmarks
 
-The measured record of every performance claim in these docs: each section names the script in
-`bench/` that produced it (`make bench` runs them all), the machine and the load, and gives
-ratios against the plainest implementation a user would write, measured in the same run.
-Highlights are summarised under [Performance](guide/performance.md). Below is the repository's
-`BENCHMARKS.md` as it stands.
+The repository's `BENCHMARKS.md` as it stands: the headline figures, each with the command that
+reproduces it and the CPU it was measured on, and which script in `bench/` measures what.
+Highlights are also summarised under [Performance](guide/performance.md); every section of the
+dated record is on the page [Benchmark record](benchmarks-archive.md).
 
 """
 
+ARCHIVE_HEAD = """# Benchmark record
+
+The repository's `bench/ARCHIVE.md`: every measured section as it was written.
+
+"""
+
+# links between the two files, as written in the repository -> as pages of the site
+_BENCH_LINKS = {"](bench/ARCHIVE.md)": "](benchmarks-archive.md)",
+                "](../BENCHMARKS.md)": "](benchmarks.md)"}
+
+
+def _site_links(text: str) -> str:
+    for repo_link, page_link in _BENCH_LINKS.items():
+        text = text.replace(repo_link, page_link)
+    return text
+
+
+def _without_title(text: str) -> str:
+    return text.split("\n", 1)[1] if text.startswith("# ") else text   # its own title goes
+
 
 def benchmarks_page() -> str:
-    text = _read("BENCHMARKS.md")
-    body = text.split("\n", 1)[1] if text.startswith("# ") else text   # its own title goes
-    return BENCHMARKS_HEAD + body
+    return BENCHMARKS_HEAD + _site_links(_without_title(_read("BENCHMARKS.md")))
+
+
+def benchmarks_archive_page() -> str:
+    return ARCHIVE_HEAD + _site_links(_without_title(_read("bench/ARCHIVE.md")))
 
 
 @event_priority(100)       # before mkdocs-jupyter wraps the notebook files
@@ -300,4 +321,6 @@ def on_files(files, config):
                               config["use_directory_urls"]))
     files.append(File.generated(config, "notebooks/index.md", content=_read("notebooks/README.md")))
     files.append(File.generated(config, "benchmarks.md", content=benchmarks_page()))
+    files.append(File.generated(config, "benchmarks-archive.md",
+                                content=benchmarks_archive_page()))
     return files
