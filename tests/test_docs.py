@@ -168,3 +168,88 @@ def test_site_builds_strict(tmp_path):
     assert spec.count("<table") >= 10                       # one table per section
     api = (tmp_path / "site" / "reference/api.html").read_text()
     assert "solve_spec" in api and "simulate" in api
+
+
+def _reference_rows(text: str, source: str) -> dict[str, list[str]]:
+    """key -> the cells of its row, in the section of the reference whose source is ``source``."""
+    section = next(s for s in text.split("\n### ") if f"Source: `{source}`" in s)
+    section = section.split("\n#### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"^\| `([^`]+)` \| (.*) \|$", line)
+        if m:
+            rows[m.group(1)] = [c.strip() for c in re.split(r"(?<!\\)\|", m.group(2))]
+    return rows
+
+
+def test_every_key_has_its_default_in_the_reference():
+    """Every key of every schema (all sections) has a row whose default cell shows the schema's
+    default as TOML writes it; a key without one says what stands in for it."""
+    from solvers.app.spec import REQUIRED, _fmt
+    ref = _hooks()
+    text = ref.spec_reference()
+    for title, module, variable, subkey, _ in ref.SECTIONS + ref.discovered_schemas():
+        schema = getattr(importlib.import_module(module), variable)
+        if subkey:
+            schema = schema[subkey]
+        source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
+        rows = _reference_rows(text, source)
+        for key, (_, default, _) in schema.items():
+            assert key in rows, f"[{title}] {key} has no row"
+            cell = rows[key][1]
+            if default is REQUIRED:
+                assert "**required**" in cell, f"[{title}] {key}: {cell}"
+            elif default is None:
+                assert cell, f"[{title}] {key}: empty default"
+            else:
+                shown = _fmt(list(default) if isinstance(default, tuple) else default)
+                assert f"`{shown}`" in cell, f"[{title}] {key}: {cell!r} lacks {shown!r}"
+
+
+@pytest.mark.parametrize("solve, checked", [({}, ("L", "beta", "N", "digits")),
+                                            ({"dps": "float64"}, ("digits",))])
+def test_reference_shows_the_defaults_the_loader_fills_in(solve, checked):
+    """Independent of the hook: a minimal spec is loaded, and every key the loader fills in
+    though its schema default is "not given" must show that value in the reference."""
+    import dataclasses
+    from solvers.app.spec import _SCHEMA, _fmt, parse_spec
+    spec = parse_spec({"training": {"eta": "0.1"}, "solve": {"alpha_max": 10, **solve}})
+    text = _hooks().spec_reference()
+    filled = []
+    for section, schema in _SCHEMA.items():
+        rows = _reference_rows(text, f'solvers.app.spec._SCHEMA["{section}"]')
+        values = dataclasses.asdict(getattr(spec, section))
+        for key, (_, default, _) in schema.items():
+            given = key in ("eta", "alpha_max") or key in solve
+            if default is not None or given or values.get(key) is None:
+                continue
+            filled.append(key)
+            if key == "alpha_min":                 # depends on alpha_max and spacing: named
+                assert "`alpha_max`" in rows[key][1] and "`spacing`" in rows[key][1]
+                continue
+            assert f"`{_fmt(values[key])}`" in rows[key][1], (section, key, rows[key][1])
+    assert set(checked) <= set(filled)            # the test saw the keys it is about
+
+
+def test_schedule_tables_in_the_reference_are_what_the_loader_takes():
+    """The reference lists each schedule kind with its keys; a spec with exactly those keys
+    loads, one without any of them or with a foreign key is refused."""
+    from solvers.app.spec import SpecError, parse_spec
+    text = _hooks().spec_reference()
+    block = text.split("#### `[training] schedule` tables", 1)[1].split("\n### ", 1)[0]
+    kinds = {m.group(1): re.findall(r"`(\w+)`", m.group(2))
+             for m in re.finditer(r'^\| `"(\w+)"` \| ([^|]*) \|', block, re.M)}
+    assert set(kinds) == {"constant", "power", "steps"}
+
+    def load(schedule):
+        return parse_spec({"training": {"eta": "0.1", "schedule": schedule},
+                           "solve": {"alpha_max": 10}})
+    value = {"alphas": [1, 2], "etas": ["0.05", "0.02"], "alpha0": 1, "p": "0.5"}
+    for kind, keys in kinds.items():
+        load({"kind": kind, **{k: value[k] for k in keys}})
+        for k in keys:
+            with pytest.raises(SpecError):
+                load({"kind": kind, **{j: value[j] for j in keys if j != k}})
+        foreign = next(k for k in value if k not in keys)
+        with pytest.raises(SpecError):
+            load({"kind": kind, **{k: value[k] for k in keys}, foreign: value[foreign]})

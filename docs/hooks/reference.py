@@ -70,7 +70,8 @@ def describe_type(conv) -> str:
     if getattr(S, "_init_value", None) is conv:
         return 'string or table {from = "run.json"}'
     if getattr(S, "_schedule", None) is conv:
-        return 'table {kind = "constant" | "power" | "steps", ...}'
+        kinds = " | ".join(f'"{kind}"' for kind in S._SCHEDULE_KEYS)
+        return f"table {{kind = {kinds}, ...}} (below)"
     if conv in names:
         return names[conv]
     if hasattr(conv, "toml_type"):          # a converter that states its own TOML type
@@ -106,12 +107,33 @@ def describe_check(chk) -> str:
     raise ValueError(f"no description for check {chk!r}: teach docs/hooks/reference.py")
 
 
-def describe_default(value) -> str:
+def conditional_defaults() -> dict:
+    """(module, variable, sub-key, key) -> the default the spec's checks fill in for a key whose
+    schema default is None because it depends on other keys; built from the constants those
+    checks use, so nothing here restates a number."""
+    from solvers.app import spec as S
+    f = S._fmt
+    main = ("solvers.app.spec", "_SCHEMA")
+    return {
+        (*main, "data", "L"): f"`{f(S.DEFAULT_L)}`; the number of `eigenvalues` when given",
+        (*main, "data", "beta"): f"`{f(S.DEFAULT_BETA)}` unless `eigenvalues` is given",
+        (*main, "data", "N"): f'`{f(S.DEFAULT_N)}` when the start needs a realisation '
+                              f'(`init = "random"` or `"informed"`)',
+        (*main, "solve", "digits"): f'`{f(S.DEFAULT_DIGITS)}`; `{f(S.FLOAT64_DEFAULT_DIGITS)}` '
+                                    f'with `dps = "float64"`',
+        (*main, "solve", "alpha_min"): "from `alpha_max` and `spacing` (note)",
+        (*main, "solve", "alpha_max"): "**required** unless `alphas` is given",
+        (*main, "model", "student_activation"): "`activation`",
+        (*main, "model", "teacher_activation"): "`activation`",
+    }
+
+
+def describe_default(value, where: tuple | None = None) -> str:
     from solvers.app.spec import REQUIRED, _fmt
     if value is REQUIRED:
         return "**required**"
     if value is None:
-        return "not given"
+        return conditional_defaults().get(where, "not given")
     if isinstance(value, Fraction):
         return f"`{_fmt(value)}`"
     if isinstance(value, tuple):
@@ -177,8 +199,24 @@ def schema_table(module_name, variable, subkey) -> str:
     notes = key_comments(module_name, variable, subkey)
     rows = ["| key | type | default | allowed | note |", "|---|---|---|---|---|"]
     for key, (conv, default, chk) in schema.items():
-        rows.append(f"| `{key}` | {_cell(describe_type(conv))} | {describe_default(default)} | "
+        where = (module_name, variable, subkey, key)
+        rows.append(f"| `{key}` | {_cell(describe_type(conv))} | "
+                    f"{_cell(describe_default(default, where))} | "
                     f"{_cell(describe_check(chk))} | {_cell(notes.get(key, ''))} |")
+    return "\n".join(rows)
+
+
+# tables inside a key: (section title, key, module, variable of kind -> sub-keys)
+SUBTABLES = [("training", "schedule", "solvers.app.spec", "_SCHEDULE_KEYS")]
+
+
+def subtable(title, key, module_name, variable) -> str:
+    kinds = getattr(importlib.import_module(module_name), variable)
+    notes = key_comments(module_name, variable, None)
+    rows = [f"#### `[{title}] {key}` tables\n", "| `kind` | keys | meaning |", "|---|---|---|"]
+    for kind, keys in kinds.items():
+        listed = ", ".join(f"`{k}`" for k in keys) or "—"
+        rows.append(f'| `"{kind}"` | {listed} | {_cell(notes.get(kind, ""))} |')
     return "\n".join(rows)
 
 
@@ -214,6 +252,9 @@ def spec_reference() -> str:
         source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
         parts.append(f"### `[{title}]`\n\nRead by {used_by}. Source: `{source}`.\n\n"
                      f"{schema_table(module, variable, subkey)}\n")
+        for sub_title, key, sub_module, sub_variable in SUBTABLES:
+            if (module, subkey) == ("solvers.app.spec", sub_title):
+                parts.append(subtable(sub_title, key, sub_module, sub_variable) + "\n")
     return "\n".join(parts)
 
 
