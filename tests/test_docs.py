@@ -253,3 +253,10 @@ def test_schedule_tables_in_the_reference_are_what_the_loader_takes():
         foreign = next(k for k in value if k not in keys)
         with pytest.raises(SpecError):
             load({"kind": kind, **{k: value[k] for k in keys}, foreign: value[foreign]})
+
+
+def test_help_names_no_source_folder():
+    """`--help` of every subcommand speaks to users: no package folder or module of the source."""
+    text = _hooks().cli_reference()
+    found = re.findall(r"\b(?:solvers|derive)(?:/[\w/]*|\.\w+)|\b\w+\.py\b", text)
+    assert not found, found
