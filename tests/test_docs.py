@@ -168,6 +168,95 @@ def test_site_builds_strict(tmp_path):
     assert spec.count("<table") >= 10                       # one table per section
     api = (tmp_path / "site" / "reference/api.html").read_text()
     assert "solve_spec" in api and "simulate" in api
+    assert (tmp_path / "site" / "benchmarks-archive.html").stat().st_size > 100_000
+    _site_is_offline(tmp_path / "site")
+    _formulas_render(tmp_path / "site", tmp_path)
+
+
+# what a page loads (not what it links to): scripts, style sheets, fonts, preconnects, imports
+LOADS = re.compile(r"<script[^>]*\ssrc=\"([^\"]*)\"|<link[^>]*\shref=\"([^\"]*)\"[^>]*>"
+                   r"|@import\s+(?:url\()?[\"']?([^\"')\s]+)|url\(\s*[\"']?([^\"')\s]+)")
+
+
+def _site_is_offline(site: Path) -> None:
+    """No page or style sheet of the built site loads anything from another host, and MathJax
+    (with its fonts) is in the site."""
+    remote = []
+    for path in list(site.rglob("*.html")) + list(site.rglob("*.css")):
+        for m in LOADS.finditer(path.read_text(errors="replace")):
+            target = next(g for g in m.groups() if g is not None)
+            tag = m.group(0)
+            if m.group(2) is not None and not re.search(
+                    r"rel=\"(?:stylesheet|preload|preconnect|modulepreload|icon|manifest)\"", tag):
+                continue                                      # a hyperlink, not a resource
+            if re.match(r"(?:[a-z]+:)?//", target):
+                remote.append(f"{path.relative_to(site)}: {target}")
+    assert not remote, "\n".join(sorted(set(remote))[:20])
+    mathjax = site / "javascripts" / "mathjax"
+    assert (mathjax / "tex-mml-chtml.js").stat().st_size > 500_000
+    assert list((mathjax / "output" / "chtml" / "fonts" / "woff-v2").glob("MathJax_Main-*.woff"))
+
+
+def _formulas_render(site: Path, tmp: Path) -> None:
+    """MathJax as shipped, with the site's configuration, typesets the formulas of a theory page
+    (arithmatex) and of a notebook (Markdown cells and LaTeX outputs) without an error; the
+    count of formulas is checked against the source (node runs MathJax; skipped without it)."""
+    import shutil
+    node = shutil.which("node")
+    if node is None:
+        return
+    es5 = site / "javascripts" / "mathjax"
+    for page, least in (("theory/conventions.html", _count_tex(ROOT / "docs/theory/conventions.md")),
+                        ("notebooks/01_hierarchy_and_closure.html",
+                         _count_tex(ROOT / "notebooks/01_hierarchy_and_closure.ipynb"))):
+        html = (site / page).read_text()
+        # what node's DOM cannot parse and MathJax does not read: scripts, styles, images
+        html = re.sub(r"<script[\s\S]*?</script>|<style[\s\S]*?</style>|<svg[\s\S]*?</svg>",
+                      "", html)
+        html = re.sub(r"data:[^\"]*", "", re.sub(r"&[a-zA-Z]+;", " ", html))
+        if page.startswith("notebooks/"):       # node's DOM chokes on the notebook's frame
+            cells = re.findall(r'<div class="jp-Rendered(?:HTMLCommon jp-RenderedMarkdown|Latex)'
+                               r'[\s\S]*?</div>', html)
+            html = f"<html><head></head><body>{''.join(cells)}</body></html>"
+        lean = tmp / page.replace("/", "_")
+        lean.write_text(html)
+        run = subprocess.run([node, str(ROOT / "tests" / "mathjax_count.js"), str(es5), str(lean),
+                              str(ROOT / "docs" / "javascripts" / "mathjax.js")],
+                             capture_output=True, text=True, timeout=300)
+        got = __import__("json").loads(run.stdout.strip().splitlines()[-1])
+        assert got.get("errors") == 0 and got["found"] >= least > 0, (page, got, least)
+
+
+def _count_tex(path: Path) -> int:
+    """A lower bound on the formulas of a source page: its \\( or $ ... $ and $$ ... $$ spans
+    outside code (each one MathJax must find)."""
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        import json
+        cells = json.loads(text)["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = re.sub(r"```[\s\S]*?```|`[^`\n]*`", "", text)
+    display = len(re.findall(r"\$\$[\s\S]+?\$\$", text))
+    text = re.sub(r"\$\$[\s\S]+?\$\$", "", text)
+    return display + len(re.findall(r"(?<!\\)\$[^$\n]+?\$", text))
+
+
+def test_docs_config_loads_nothing_remote():
+    """mkdocs.yml and the site's own scripts name no CDN or font service: the math renderer is
+    the MathJax the docs extra installs, copied into the site by the build hook."""
+    import yaml
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    for entry in config.get("extra_javascript", []) + config.get("extra_css", []):
+        assert not re.match(r"(?:[a-z]+:)?//", str(entry)), entry
+    assert config["theme"].get("font") is False              # no Google Fonts
+    for script in (ROOT / "docs" / "javascripts").glob("*.js"):
+        assert "//" not in re.sub(r"^\s*//.*$", "", script.read_text(), flags=re.M), script
+    ref = _hooks()
+    assert "javascripts/mathjax/tex-mml-chtml.js" in config["extra_javascript"]
+    assert config["extra_javascript"][-1].startswith(ref.MATHJAX_DEST + "/")
+    pytest.importorskip("mathjax")                            # the docs extra
+    shipped = dict(ref.mathjax_files())
+    assert "tex-mml-chtml.js" in shipped and any(k.endswith(".woff") for k in shipped)
 
 
 def _reference_rows(text: str, source: str) -> dict[str, list[str]]:

@@ -352,9 +352,48 @@ def benchmarks_archive_page() -> str:
     return ARCHIVE_HEAD + _site_links(_without_title(_read("bench/ARCHIVE.md")))
 
 
+# ---- the math renderer, installed by the docs build (no CDN: formulas render offline) ---------
+
+MATHJAX_DEST = "javascripts/mathjax"        # mkdocs.yml loads MATHJAX_DEST/tex-mml-chtml.js
+# the one combined component the site loads, the folders it loads parts from on demand, and
+# the loader and core the tests use to run those parts in node (tests/mathjax_count.js)
+MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors", "sre",
+                 "startup.js", "core.js")
+
+
+def mathjax_dir():
+    """MathJax 3's es5 build as the docs extra installs it (the django-static-mathjax wheel:
+    MathJax's files only, no Django)."""
+    from importlib.resources import files
+    try:
+        root = files("mathjax") / "static" / "mathjax" / "es5"
+    except ModuleNotFoundError:
+        root = None
+    if root is None or not (root / "tex-mml-chtml.js").is_file():
+        raise RuntimeError("MathJax is not installed: pip install -e '.[docs]' "
+                           "(django-static-mathjax)")
+    return str(root)
+
+
+def mathjax_files():
+    """(path under MATHJAX_DEST, absolute source path) of every file the site ships."""
+    root = mathjax_dir()
+    for part in MATHJAX_PARTS:
+        src = os.path.join(root, part)
+        if os.path.isfile(src):
+            yield part, src
+            continue
+        for folder, _, names in os.walk(src):
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                yield os.path.relpath(path, root).replace(os.sep, "/"), path
+
+
 @event_priority(100)       # before mkdocs-jupyter wraps the notebook files
 def on_files(files, config):
     from mkdocs.structure.files import File
+    for rel, src in mathjax_files():
+        files.append(File.generated(config, f"{MATHJAX_DEST}/{rel}", abs_src_path=src))
     nb_dir = os.path.join(ROOT_DIR, "notebooks")
     for name in sorted(os.listdir(nb_dir)):
         if name.endswith(".ipynb"):
