@@ -72,12 +72,17 @@ def forbidden_hits(text: str) -> list[tuple[int, str, str]]:
     return hits
 
 
-def test_no_references_to_notes_or_issues():
-    hits = []
+def tracked_texts():
+    """(path, text) of every tracked text file (binary files left out)."""
     for path in tracked_files():
         text = _text(path)
-        if text is None:
-            continue
+        if text is not None:
+            yield path, text
+
+
+def test_no_references_to_notes_or_issues():
+    hits = []
+    for path, text in tracked_texts():
         hits += [f"{path.relative_to(ROOT)}:{lineno}: {what}: {match!r}"
                  for lineno, what, match in forbidden_hits(text)]
     assert not hits, "\n".join(hits[:40])
@@ -109,12 +114,8 @@ def this_machines_paths() -> list[str]:
 
 def test_no_path_of_this_machine():
     """Notebook outputs, logs pasted into docs: nothing names where this checkout lives."""
-    hits = []
-    for path in tracked_files():
-        text = _text(path)
-        if text is None:
-            continue
-        hits += [f"{path.relative_to(ROOT)}: {p}" for p in this_machines_paths() if p in text]
+    hits = [f"{path.relative_to(ROOT)}: {p}" for path, text in tracked_texts()
+            for p in this_machines_paths() if p in text]
     assert not hits, "\n".join(hits[:40])
 
 
