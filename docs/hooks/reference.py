@@ -123,6 +123,9 @@ def conditional_defaults() -> dict:
                                     f'with `dps = "float64"`',
         (*main, "solve", "alpha_min"): "from `alpha_max` and `spacing` (note)",
         (*main, "solve", "alpha_max"): "**required** unless `alphas` is given",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "N"): "**required**",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "L"): "**required** unless `eigenvalues`",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "beta"): "**required** unless `eigenvalues`",
         (*main, "model", "student_activation"): "`activation`",
         (*main, "model", "teacher_activation"): "`activation`",
     }
