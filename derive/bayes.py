@@ -176,7 +176,7 @@ def first_order_gap(g):
     return 1 / (lam * sp.diff(g, x).subs(x, 1))
 
 
-# ---- d → ∞ (notes §5; Eqs. 41–46 as repaired) ---------------------------------------------
+# ---- d → ∞ (Eqs. 41–46 as repaired) --------------------------------------------------------
 
 def limit_beta_gt_half():
     """β > 1/2 at fixed α: k_c ≃ k̄ d^{1/(2β)}, ε ≃ ε̄ d^{1/(2β)−1}.

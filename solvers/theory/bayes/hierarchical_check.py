@@ -10,7 +10,7 @@ sampled q_i (informed and random starts), the chain–chain overlap of the infor
 sets (teacher, X, noise), as in :func:`.sampling.measure`.
 
     OPENBLAS_NUM_THREADS=1 nice .venv/bin/python -m solvers.theory.bayes.hierarchical_check \
-        --d 40 --alpha 1.0 --instances 4 --out /tmp/hier_d40.json
+        --d 40 --alpha 1.0 --instances 4 --out hier_d40.json
 """
 from __future__ import annotations
 

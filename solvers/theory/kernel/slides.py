@@ -5,7 +5,7 @@ T + (posterior variance only) = T + Σ m λ (1 − L) — eigenlearning's κ.  R
 bias included, κ_lit = T + Σ m [λ (1 − L) + (1 − L)² c²], with L = λ/(λ + κ_lit/P), which
 depends on the target.  With E_g evaluated by the eigenlearning formula at κ_lit this is 12–14 %
 above eigenlearning (and the Monte Carlo) for a = b = 2, ridgeless, P = 16…256
-(``kernel-curves-notes.md``).  Not offered as a method; kept to document the reading.
+(docs/theory/kernel-curves.md).  Not offered as a method; kept to document the reading.
 
 Root finding: dividing by κ, h(κ) = T/κ + Σ m λ/(λP + κ) + Σ m κ c²/(λP + κ)² = 1; at
 eigenlearning's κ, h > 1 (the bias term is positive), and h < 1 beyond T + Σ m (λ + c²):
