@@ -251,6 +251,12 @@ def plot_compare(result: dict, ax=None):
         eps = np.asarray(sim["eps_g"])
         ax.loglog(a[pos], eps[pos], "o", ms=3, color="C1",
                   label=f"simulation (seed {sim['meta']['seed']})")
+    if "restart" in result:
+        r = result["restart"]
+        ar = np.asarray(r["alpha"], dtype=float)
+        for k, run in enumerate(r["eps_g_runs"]):
+            ax.loglog(ar, [float(e) for e in run], "--", color="C2", lw=1.2,
+                      label=f"ODE restarted at alpha0 = {r['alpha0']:g}" if k == 0 else None)
     N = result["meta"]["N"]
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\epsilon_g$")
