@@ -28,15 +28,15 @@ The plateau escape is exponentially sensitive to fluctuations: across it the rel
 deviation is no longer O(N^-1/2), and ``within`` may be false for a correct theory.  Compare
 before the escape, with several seeds and read the band, or restart.
 
-The restart (``[compare] restart_alpha = α0``).  The simulator also keeps each seed's mode
+The restart (``[compare] restart_alpha = α0``). The simulator also keeps each seed's mode
 overlaps R, Q, T at α0 (α0 is added to its record points if the grid misses it; it records at
 whole steps, α0 = round(α0 N) / N), and the ODEs are solved a second time per seed, from that
-state, for α ≥ α0: the curve a theory predicts *given* the run's state at α0.
-``rms_deviation`` and ``within`` are then those of the restarted curves over α > α0 (at α0 the two agree by
+state, for α ≥ α0: the curve a theory predicts *given* the run's state at α0. ``rms_deviation``
+and ``within`` are then those of the restarted curves over α > α0 (at α0 the two agree by
 construction); ``restart.from_start`` holds the deviation of the ODE from the initial weights
-over the same α, for contrast.  Before α0 there is no restarted curve.  A time-dependent
-learning rate (``schedule``) or a trained readout is refused with a restart: the first would need
-the schedule shifted by α0, the second the readout at α0, and neither is carried.
+over the same α, for contrast. Before α0 there is no restarted curve. A time-dependent learning
+rate (``schedule``) or a trained readout is refused with a restart: the first would need the
+schedule shifted by α0, the second the readout at α0, and neither is carried.
 """
 from __future__ import annotations
 
