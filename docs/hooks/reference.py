@@ -36,6 +36,7 @@ SECTIONS = [
      "`linear curve`, `linear window`, `linear feature-scaling`"),
     ("simulate", "solvers.app.spec", "SIMULATE_SCHEMA", None,
      "`simulate`, `compare`, `sweep`"),
+    ("compare", "solvers.app.sections", "COMPARE_SCHEMA", None, "`compare`"),
     ("plateau", "solvers.app.sections", "PLATEAU_SCHEMA", None, "`plateau`"),
     ("asymptotic", "solvers.app.sections", "ASYMPTOTIC_SCHEMA", None, "`asymptotic`"),
     ("sweep", "solvers.app.sections", "SWEEP_SCHEMA", None, "`sweep`"),

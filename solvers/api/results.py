@@ -219,7 +219,27 @@ class CompareResult(Result):
     realisation), ``simulation`` (SimulateResult), ``seeds``, ``rms_deviation`` (relative,
     each seed against its own realisation's theory, pooled),
     ``rms_deviation_per_seed``, ``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``.
+    With ``[compare] restart_alpha``: ``restart_alpha`` (α0 as recorded), ``restart_alpha_grid``
+    (the α ≥ α0) and ``eps_g_restart_runs`` (the ODE restarted from each seed's simulated state
+    at α0); ``rms_deviation`` and ``within`` are then those of the restarted curves over α > α0
+    (``self["restart"]["from_start"]``: the ODE from the initial weights over the same α).
     """
+
+    @property
+    def restart_alpha(self) -> float | None:
+        r = self._data.get("restart")
+        return None if r is None else float(r["alpha0"])
+
+    @property
+    def restart_alpha_grid(self) -> np.ndarray | None:
+        r = self._data.get("restart")
+        return None if r is None else _floats(r["alpha"])
+
+    @property
+    def eps_g_restart_runs(self) -> np.ndarray | None:
+        """The restarted theory of each seed, (n_seeds, n_alpha >= alpha0) float64, or None."""
+        r = self._data.get("restart")
+        return None if r is None else np.array([_floats(e) for e in r["eps_g_runs"]])
 
     @property
     def alpha(self) -> np.ndarray:

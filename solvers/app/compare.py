@@ -26,7 +26,17 @@ while halving η in the theory gives ≥ 7/√N at N = 512.
 
 The plateau escape is exponentially sensitive to fluctuations: across it the relative
 deviation is no longer O(N^-1/2), and ``within`` may be false for a correct theory.  Compare
-before the escape, or with several seeds and read the band.
+before the escape, with several seeds and read the band, or restart.
+
+The restart (``[compare] restart_alpha = α0``). The simulator also keeps each seed's mode
+overlaps R, Q, T at α0 (α0 is added to its record points if the grid misses it; it records at
+whole steps, α0 = round(α0 N) / N), and the ODEs are solved a second time per seed, from that
+state, for α ≥ α0: the curve a theory predicts *given* the run's state at α0. ``rms_deviation``
+and ``within`` are then those of the restarted curves over α > α0 (at α0 the two agree by
+construction); ``restart.from_start`` holds the deviation of the ODE from the initial weights
+over the same α, for contrast. Before α0 there is no restarted curve. A time-dependent learning
+rate (``schedule``) or a trained readout is refused with a restart: the first would need the
+schedule shifted by α0, the second the readout at α0, and neither is carried.
 """
 from __future__ import annotations
 
@@ -37,28 +47,92 @@ import time
 import numpy as np
 
 SCALE_FACTOR = 3.0
+RESTART = ("restart at alpha0 = {a0:g}: restart.eps_g_runs[s] is the ODE solved from seed s's "
+           "simulated mode overlaps at alpha0, a prediction for alpha > alpha0 only; "
+           "rms_deviation and within are over alpha > alpha0; theory is the ODE from the "
+           "initial weights (restart.from_start: its deviation over the same alpha)")
 DEVIATION = "sqrt(mean over seeds and alpha of ((eps_sim - eps_theory) / eps_theory)^2)"
 
 
+def restart_alpha(spec) -> float | None:
+    """The validated ``[compare] restart_alpha`` as the α the simulator records (whole SGD
+    steps), or None (no restart).  Bad values raise SpecError (one line)."""
+    from solvers.app import sections
+    a0 = sections.read(spec, "compare", sections.COMPARE_SCHEMA)["restart_alpha"]
+    if a0 is None:
+        return None
+    knob = f"restart_alpha = {a0:g}"
+    grid, N, t = spec.solve.alpha_grid(), spec.data.N, spec.training
+    if N is None:
+        raise sections.error(spec, "compare", f"{knob} needs [data] N (the simulation's size)")
+    steps = round(a0 * N)
+    if steps < 1:
+        raise sections.error(spec, "compare", f"{knob} is less than one SGD step (1/N = "
+                                              f"{1 / N:g}): the restart needs a simulated state")
+    if steps >= round(max(grid) * N):
+        raise sections.error(spec, "compare", f"{knob} must be below the last alpha of [solve] "
+                                              f"({max(grid):g}): nothing left to compare after it")
+    if t.schedule is not None:
+        raise sections.error(spec, "compare", f"{knob} with [training] schedule is not "
+                                              f"supported (the ODEs would need the schedule "
+                                              f"shifted by alpha0); remove one of them")
+    if spec.model.readout != "fixed":
+        raise sections.error(spec, "compare", f"{knob} with [model] readout = "
+                                              f"\"{spec.model.readout}\" is not supported (the "
+                                              f"restart carries R, Q, T, not the readout)")
+    return steps / N
+
+
+def _with_record_point(spec, a0: float):
+    """The spec whose [solve] grid also holds α0 (unchanged when its step is recorded anyway)."""
+    grid, N = spec.solve.alpha_grid(), spec.data.N
+    if round(a0 * N) in {round(a * N) for a in grid}:
+        return spec
+    alphas = tuple(sorted((*grid, a0)))
+    return dataclasses.replace(spec, solve=dataclasses.replace(
+        spec.solve, alphas=alphas, alpha_max=None, alpha_min=None, n_points=len(alphas),
+        spacing="explicit"))
+
+
 def compare_spec(spec, progress: bool = False) -> dict:
-    """Simulate, then solve every seed's realisation at the simulated α; the JSON-ready
+    """Simulate, then solve every seed's realisation at the simulated α (and, with
+    ``[compare] restart_alpha``, every seed's simulated state at α0); the JSON-ready
     comparison (keys in :mod:`solvers.app.cli.compare`)."""
     from solvers import __version__
     from solvers.app.cli.simulate import simulate_spec
     from solvers.app.solve import _refuse_family_options
     _refuse_family_options(spec)        # before the simulation, not after it
+    a0 = restart_alpha(spec)
+    if a0 is not None:
+        spec = _with_record_point(spec, a0)
     started = time.perf_counter()
-    sim = simulate_spec(spec, progress=progress)
+    sim = simulate_spec(spec, progress=progress, modes_at=a0)
     alphas = tuple(float(a) for a in sim["alpha"])
     runs = sim["ensemble"]["runs"] if "ensemble" in sim else [sim]
     seeds = [r["meta"]["seed"] for r in runs]
     theories = [_solve_seed(spec, seed, alphas, progress) for seed in seeds]
-    dev = deviation([[float(e) for e in t["eps_g"]] for t in theories],
-                    [r["eps_g"] for r in runs], spec.data.N)
+    eps_th = [[float(e) for e in t["eps_g"]] for t in theories]
+    eps_sim = [r["eps_g"] for r in runs]
     out = {"alpha": list(alphas), "theory": theories[0], "simulation": sim}
     if len(seeds) > 1:
         out["theory_ensemble"] = {"seeds": seeds, "eps_g_runs": [t["eps_g"] for t in theories]}
-    out.update(dev)
+    if a0 is None:
+        out.update(deviation(eps_th, eps_sim, spec.data.N))
+    else:
+        restarted = [_restart_seed(spec, r, alphas, progress) for r in runs]
+        k0 = alphas.index(a0)
+        # over alpha > alpha0: at alpha0 the restarted curve starts from the run's own state
+        curve = lambda e: [float(x) for x in e[1:]]                  # noqa: E731
+        late_sim = [r[k0 + 1:] for r in eps_sim]
+        out["restart"] = {
+            "alpha0": a0, "alpha": list(alphas[k0:]), "theory": restarted[0],
+            "eps_g_runs": [t["eps_g"] for t in restarted],
+            # the ODE from the initial weights over the same alpha > alpha0
+            "from_start": deviation([e[k0 + 1:] for e in eps_th], late_sim, spec.data.N),
+            # the restarted ODE's eps_g at alpha0 against the run's: rounding only
+            "eps_g_alpha0_mismatch": max(abs(float(t["eps_g"][0]) - r[k0])
+                                         for t, r in zip(restarted, eps_sim))}
+        out.update(deviation([curve(t["eps_g"]) for t in restarted], late_sim, spec.data.N))
     if "v" in theories[0] and all("v" in r for r in runs):
         # a trained readout: the learned v against the simulation's, absolute (v is O(1))
         diff = [np.asarray(r["v"], float) - np.asarray(t["v"], float)
@@ -70,9 +144,37 @@ def compare_spec(spec, progress: bool = False) -> dict:
                    "route": theories[0]["meta"]["route"],
                    **({"agreement_digits": min(verified)} if None not in verified else {}),
                    "deviation": DEVIATION, "finite_size_scale": f"{SCALE_FACTOR:g}/sqrt(N)",
+                   **({"restart": RESTART.format(a0=a0)} if a0 is not None else {}),
                    "wall_s": time.perf_counter() - started,
                    # the spec as it ran, [simulate] resolved: fed back, it re-runs to these numbers
                    "spec": sim["meta"]["spec"]}
+    return out
+
+
+def _restart_seed(spec, run: dict, alphas: tuple, progress: bool) -> dict:
+    """``solve`` from the mode overlaps ``run`` recorded at α0, at the recorded α ≥ α0 (the
+    ODEs are autonomous without a schedule: solved on α - α0, reported on α)."""
+    from fractions import Fraction
+    from solvers.app.solve import solve_spec
+    from solvers.app.spec import InitSpec
+    from solvers.core.progress import Progress
+    state = run["state_at"]
+    a0 = state["alpha"]
+
+    def exact(a):           # the run's exact decimals of float64 values, as the schema holds them
+        return tuple(exact(x) for x in a) if isinstance(a, list) else Fraction(a)
+    init = InitSpec("modes", *(exact(state["modes"][k]) for k in ("R", "Q", "T")))
+    later = alphas[alphas.index(a0):]
+    shifted = tuple(a - a0 for a in later)
+    one = dataclasses.replace(
+        spec, init=init,
+        training=dataclasses.replace(spec.training, init="explicit", seed=run["meta"]["seed"]),
+        solve=dataclasses.replace(spec.solve, alphas=shifted, alpha_max=None, alpha_min=None,
+                                  n_points=len(shifted), spacing="explicit"))
+    seed = run["meta"]["seed"]
+    out = solve_spec(one, progress=Progress(f"restart (seed {seed})", enabled=bool(progress)))
+    out["alpha"] = list(later)
+    out["meta"] = dict(out["meta"], alpha0=a0)
     return out
 
 
@@ -149,6 +251,12 @@ def plot_compare(result: dict, ax=None):
         eps = np.asarray(sim["eps_g"])
         ax.loglog(a[pos], eps[pos], "o", ms=3, color="C1",
                   label=f"simulation (seed {sim['meta']['seed']})")
+    if "restart" in result:
+        r = result["restart"]
+        ar = np.asarray(r["alpha"], dtype=float)
+        for k, run in enumerate(r["eps_g_runs"]):
+            ax.loglog(ar, [float(e) for e in run], "--", color="C2", lw=1.2,
+                      label=f"ODE restarted at alpha0 = {r['alpha0']:g}" if k == 0 else None)
     N = result["meta"]["N"]
     ax.set_xlabel(r"$\alpha$")
     ax.set_ylabel(r"$\epsilon_g$")

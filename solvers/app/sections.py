@@ -56,6 +56,13 @@ ASYMPTOTIC_SCHEMA = {
     "dps": PLATEAU_SCHEMA["dps"],
 }
 
+# [compare]: `compare` (solvers.app.compare)
+COMPARE_SCHEMA = {
+    # restart the ODEs at this alpha from each seed's simulated mode overlaps; none: the ODEs
+    # run from the initial weights only
+    "restart_alpha": (convert.float, None, check.gt(0)),
+}
+
 # [sweep]: `sweep` (the axes table [sweep.axes] is checked by solvers.app.sweep)
 SWEEP_WHAT = ("simulate", "solve")
 SWEEP_SCHEMA = {

@@ -239,15 +239,23 @@ def simulate_estimate(spec, options: dict, command: str = "simulate",
                     f"N = {d.N}, {seeds} seed(s)", cpu, wall, mem)
 
 
-def compare_estimate(spec, options: dict) -> Estimate:
-    """``compare``: the simulation, then one solve per seed at the simulated α."""
+def compare_estimate(spec, options: dict, restart_alpha: float | None = None) -> Estimate:
+    """``compare``: the simulation, then one solve per seed at the simulated α, and with a
+    restart at ``restart_alpha`` one more per seed over the α after it."""
     # one process with both stacks: the solve's start-up (START_CPU) covers the simulator's
     sim = simulate_estimate(spec, options, "compare", start=False)
     one = solve_estimate(spec, command="compare")
     seeds = len(options["seeds"])
-    return Estimate("compare", f"{sim.route}, then {seeds} x {one.route}", one.precision,
-                    sim.cpu_s + seeds * one.cpu_s, sim.wall_s + seeds * one.wall_s,
-                    max(sim.bytes, one.bytes))
+    route, cpu, wall = f"{sim.route}, then {seeds} x {one.route}", one.cpu_s, one.wall_s
+    if restart_alpha is not None:
+        grid = spec.solve.alpha_grid()
+        later = solve_estimate(spec, alpha_max=max(grid) - restart_alpha,
+                               n_points=1 + sum(a > restart_alpha for a in grid),
+                               command="compare", start=False)
+        route += f" and {seeds} restart(s)"
+        cpu, wall = cpu + later.cpu_s, wall + later.wall_s
+    return Estimate("compare", route, one.precision, sim.cpu_s + seeds * cpu,
+                    sim.wall_s + seeds * wall, max(sim.bytes, one.bytes))
 
 
 def sweep_estimate(cells, n_jobs: int) -> Estimate:

@@ -791,7 +791,7 @@ COMMON_EXTRA = ("simulate",)
 # the sections of the other subcommands of the common spec: accepted everywhere, so that one
 # file serves ``solve``, ``asymptotic``, ``sweep``, ...; each is validated by the subcommand
 # that reads it (solvers.app.sections)
-OTHER_SECTIONS = ("sweep", "plateau", "asymptotic", "linear")
+OTHER_SECTIONS = ("sweep", "plateau", "asymptotic", "linear", "compare")
 SIZINGS = ("solve", None)
 
 

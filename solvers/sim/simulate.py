@@ -194,6 +194,9 @@ class SimulationResult:
     kernel: str = "numba"      # which step loop ran: "c" (ckernel.py) or "numba" (kernels.py)
     threads: int = 1           # threads of that step loop
     v: np.ndarray | None = None   # (n_alpha, K) student readout per record (trained readout)
+    # modes_at = alpha0: the mode overlaps {"alpha", "R", "Q", "T"} of the record at alpha0
+    # (the state an ODE restarted there starts from; solvers.app.compare)
+    modes: dict | None = None
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,6 +307,7 @@ class _Setup:
     fam: fam.Family | None = None       # model options (solvers/sim/family.py)
     init: str = "random"                # or "informed", "modes" (solvers.core.initial)
     init_modes: dict | None = None      # the given overlaps of init = "modes"
+    modes_step: int | None = None       # the record whose mode overlaps are kept (modes_at)
 
     @property
     def default_model(self) -> bool:
@@ -338,7 +342,7 @@ FAMILY_DEFAULTS = dict(student_activation=None, teacher_activation=None, normali
 def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=None,
               eigenvalues=None, rotate=False, n_trainable=None, untrainable="zero",
               eps_holdout=0, J0=None, B0=None, generator=DEFAULT_GENERATOR, init="random",
-              **model) -> _Setup:
+              modes_at=None, **model) -> _Setup:
     unknown = set(model) - set(FAMILY_DEFAULTS)
     if unknown:
         raise TypeError(f"unknown simulate argument(s) {sorted(unknown)}")
@@ -398,6 +402,12 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
         raise ValueError(f"alpha = {a.max():g} at N = {N} is {a.max() * N:.3g} SGD steps, more "
                          f"than the simulator accepts ({MAX_STEPS:.0e}); lower alpha_max")
     steps = np.unique(np.rint(a * N).astype(np.int64))
+    modes_step = None
+    if modes_at is not None:
+        modes_step = int(np.rint(_finite_real("modes_at", modes_at) * N))
+        if modes_step not in steps:
+            raise ValueError(f"modes_at = {modes_at:g} is not a record point (alpha = steps / "
+                             f"N of one of alphas)")
 
     if n_trainable is None:
         n_tr = N
@@ -424,7 +434,7 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
     return _Setup(activation, K, M, N, eta, sigma_J, seed, steps, lam, N // L, n_tr,
                   untrainable, bool(rotate), eps_holdout, weights("J0", J0, K),
                   weights("B0", B0, M), generator, family, init,
-                  _given_modes(init_modes, L, K, M, J0, B0, n_tr, N, untrainable))
+                  _given_modes(init_modes, L, K, M, J0, B0, n_tr, N, untrainable), modes_step)
 
 
 def _given_modes(modes, L, K, M, J0, B0, n_tr, N, untrainable):
@@ -507,6 +517,13 @@ def erf(u):
     """scipy.special.erf, imported on first use (SciPy adds ~0.3 s to the command's start-up)."""
     from scipy.special import erf as _erf
     return _erf(u)
+
+
+def _record_modes(st: _Setup, target, Jt, Bt, kept):
+    """The mode overlaps at the ``modes_at`` record (eigenbasis weights Jt, Bt), else ``kept``."""
+    if target != st.modes_step:
+        return kept
+    return {"alpha": int(target) / st.N, **_init_modes(st, Jt, Bt)}
 
 
 def _holdout_eps(st: _Setup, rng, Jt, Bt, scale, v=None):
@@ -728,6 +745,8 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     family_kernels.py (``result.kernel == "numba-family"``, one thread), which draws the same
     input stream (label noise from a sixth stream of the seed).  ``init="informed"`` starts
     the student's rows i < min(K, M) at the teacher's (solvers.core.initial; default "random").
+    ``modes_at=alpha0`` (a record point) keeps the mode overlaps R, Q, T there in
+    ``result.modes``: the state from which ``compare`` restarts the ODEs.
     Raises ValueError on bad input and FloatingPointError if the weights become non-finite.
     """
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
@@ -763,7 +782,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     work = _CALL_WORK if start == 1 else max(_CALL_WORK, _CALL_WORK_TWO_THREADS)
     per_call = max(1, work // (st.N * (st.K + st.M)))
     choice = _ThreadChoice(start, adaptive=threads is None, min_steps=max(1, per_call // 2))
-    R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
+    R1s, Q1s, holdout, modes = [], [], ([] if st.eps_holdout else None), None
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
         for target in st.steps:
@@ -784,6 +803,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
             R1 = _level1(Jrow, Bt, st.lam, st.block)
             Q1 = _level1(Jrow, Jrow, st.lam, st.block)
             diverged.check(done, st.N, Q1, R1)
+            modes = _record_modes(st, target, Jrow, Bt, modes)
             R1s.append(R1)
             Q1s.append(Q1)
             if holdout is not None:
@@ -791,6 +811,7 @@ def simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=No
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     J_final = np.array(Jw.T if columns else Jw)
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J_final)
+    res.modes = modes
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
     res.kernel, res.threads = kernel_name, choice.used
     return res
@@ -820,7 +841,7 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
     per_call = max(1, _CALL_WORK // (N * (K + M) * bsz))
     if bsz == 1:        # the fused loop carries the current sample and its fields
         fk.family_prime(gen, g_data, state, bits, J, B, scale, z, x, y)
-    R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
+    R1s, Q1s, vs, holdout, modes = [], [], [], ([] if st.eps_holdout else None), None
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar:
         for target in st.steps:
@@ -853,6 +874,7 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
             R1 = _level1(J, Bt, st.lam, st.block)
             Q1 = _level1(J, J, st.lam, st.block)
             diverged.check(done, N, Q1, R1, v)
+            modes = _record_modes(st, target, J, Bt, modes)
             R1s.append(R1)
             Q1s.append(Q1)
             vs.append(v.copy())
@@ -861,6 +883,7 @@ def _simulate_family(st: _Setup, progress) -> SimulationResult:
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, np.array(J),
                   vs if f.trained else None)
+    res.modes = modes
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
     res.kernel, res.threads = "numba-family", 1
     return res
@@ -920,7 +943,7 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     sqN, sqM = math.sqrt(st.N), math.sqrt(st.M)
 
     T1 = level1(B, B)
-    R1s, Q1s, holdout = [], [], ([] if st.eps_holdout else None)
+    R1s, Q1s, holdout, modes = [], [], ([] if st.eps_holdout else None), None
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     # Overflow is reported once, as FloatingPointError, not as a stream of NumPy warnings.
     with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
@@ -943,12 +966,14 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
             bar.update(int(target) - bar.n)
             R1s.append(level1(J, B))
             Q1s.append(level1(J, J))
+            modes = _record_modes(st, target, J if W is None else J @ W, Bt0, modes)
             if holdout is not None:
                 Jtil = J if W is None else J @ W
                 Btil = B if W is None else B @ W
                 holdout.append(_holdout_eps(st, g_hold, Jtil, Btil, scale))
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
+    res.modes = modes
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
     return res
 
@@ -965,7 +990,7 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
     sqrt_noise = math.sqrt(f.noise)
     v = f.v.copy()
     T1 = level1(B, B)
-    R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
+    R1s, Q1s, vs, holdout, modes = [], [], [], ([] if st.eps_holdout else None), None
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
     with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
                                                                     invalid="ignore"):
@@ -1002,6 +1027,7 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
             bar.update(int(target) - bar.n)
             R1s.append(level1(J, B))
             Q1s.append(level1(J, J))
+            modes = _record_modes(st, target, J if W is None else J @ W, Bt0, modes)
             vs.append(v.copy())
             if holdout is not None:
                 Jtil = J if W is None else J @ W
@@ -1010,6 +1036,7 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
     rate = done / stepping_time if stepping_time > 0 else float("nan")
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W,
                   vs if f.trained else None)
+    res.modes = modes
     res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
     res.kernel = "numpy"
     return res

@@ -10,6 +10,13 @@ realisation), ``simulation`` (the ``simulate`` JSON), with several seeds ``theor
 (relative, each seed against its own theory, pooled), ``rms_deviation_per_seed``,
 ``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``, ``v_rms_absolute`` (a trained
 readout: RMS of v_sim − v_theory over seeds, α and units), ``meta``.
+
+With ``[compare] restart_alpha = α0`` the ODEs are also solved from each seed's simulated mode
+overlaps at α0: ``restart`` (``alpha0``, ``alpha`` ≥ α0, ``theory``: the first seed's restarted
+``solve`` JSON, ``eps_g_runs``, ``from_start``: the deviation of the ODE from the initial weights
+over α > α0, ``eps_g_alpha0_mismatch``); ``rms_deviation`` and ``within`` are the restarted
+curves' over α > α0, ``meta.restart`` says so, and each simulated run has ``state_at`` (the
+mode overlaps at α0 as exact decimals).
 """
 from __future__ import annotations
 
@@ -17,12 +24,12 @@ from solvers.app.cli.common import emit, spec_command
 
 
 def cmd_compare(args) -> int:
-    from solvers.app.compare import compare_spec
+    from solvers.app.compare import compare_spec, restart_alpha
     from solvers.app.spec import load_spec
-    spec = load_spec(args.spec, extra_sections=("simulate",))
+    spec = load_spec(args.spec, extra_sections=("simulate", "compare"))
     from solvers.app.simulation import simulate_options
     from solvers.app.sizing import compare_estimate, sized
-    sized(compare_estimate(spec, simulate_options(spec)), str(args.spec))
+    sized(compare_estimate(spec, simulate_options(spec), restart_alpha(spec)), str(args.spec))
     # on by default, as in simulate: a bar in a terminal, plain lines in a log
     progress = args.progress if args.progress is not None else True
     result = compare_spec(spec, progress=progress)

@@ -85,6 +85,9 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
         out["meta"]["init"] = cfg["init"]
     if "model" in cfg:      # the committee-machine family's options (absent: today's model)
         out["meta"]["model"] = cfg["model"]
+    if res.modes is not None:   # modes_at: the state a restart of the ODEs starts from
+        out["state_at"] = {"alpha": res.modes["alpha"], "modes": {
+            k: _exact_nested(res.modes[k]) for k in ("R", "Q", "T")}}
     if res.v is not None:   # readout = "trained": the student readout at each alpha
         out["v"] = _finite_list(res.v, "v")
     if wall_s is not None:
@@ -92,11 +95,14 @@ def result_to_json(res, wall_s: float | None = None) -> dict:
     return out
 
 
-def simulate_spec(spec, progress: bool = False) -> dict:
-    """Run the simulation(s) a spec describes; returns the JSON-ready result."""
+def simulate_spec(spec, progress: bool = False, modes_at: float | None = None) -> dict:
+    """Run the simulation(s) a spec describes; returns the JSON-ready result.  ``modes_at``:
+    a record point whose mode overlaps each run also returns (``state_at``)."""
     from solvers.sim.simulate import simulate, simulate_many
     options = simulate_options(spec)
     kw = simulate_kwargs(spec, options)
+    if modes_at is not None:
+        kw["modes_at"] = modes_at
     seeds = options["seeds"]
     started = time.perf_counter()
     if len(seeds) == 1:
