@@ -77,13 +77,6 @@ class Activation:
             return sp.Max(0, x)
         return sum((c * x**k for k, c in enumerate(self.coeffs)), sp.Integer(0))
 
-    def derivative_expr(self, x: sp.Expr = X) -> sp.Expr:
-        """g'(x) (ReLU: the step ``Heaviside(x)``)."""
-        if self.kind == "relu":
-            return sp.Heaviside(x)
-        t = sp.Dummy("t", real=True)
-        return sp.diff(self.expr(t), t).subs(t, x)
-
     def value_factor(self):
         """g as (polynomial coefficients, kind): g(x) = (sum c_k x^k) * kind(x)."""
         if self.kind == "erf":

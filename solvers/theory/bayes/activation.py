@@ -52,9 +52,6 @@ class Activation:
         return self._cache[ck]
 
     # -- mpmath (caller's precision) ------------------------------------------------------------
-    def g_mp(self, xv):
-        return mpmath.mpf(self._fn("g", "mpmath")(xv))
-
     def gp_mp(self, xv):
         return mpmath.mpf(self._fn("gp", "mpmath")(xv))
 
@@ -70,9 +67,6 @@ class Activation:
         with mpmath.workdps(mpmath.mp.dps + guard):
             val = self._fn("G", "mpmath")(dv)
         return +mpmath.mpf(val)
-
-    def g1_mp(self):
-        return self.g_mp(1)
 
     # -- float64 --------------------------------------------------------------------------------
     def g_np(self, xv):
