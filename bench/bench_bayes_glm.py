@@ -11,7 +11,7 @@ HMC: posterior sampling of the teacher (solvers/theory/bayes/sampling.py) at k =
 over data sets; printed against the Gaussian-channel fixed point and the GLM channel.
 
     SCALING_ODES_CACHE=.cache nice .venv/bin/python bench/bench_bayes_glm.py --hmc 3.775 6.825 \
-        --instances 8 --seed 2600 --out /tmp/hmc_k20.json
+        --instances 8 --seed 2600 --out hmc_k20.json
 """
 from __future__ import annotations
 

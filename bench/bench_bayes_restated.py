@@ -9,7 +9,7 @@ exchangeable), the chain–chain overlap (Nishimori check, informed starts) and 
 each as mean ± standard error over independent data sets.
 
     SCALING_ODES_CACHE=.cache nice .venv/bin/python bench/bench_bayes_restated.py \
-        --d 20 --alpha 0.7 1.0 1.5 --instances 3 --out /tmp/restated_d20.json
+        --d 20 --alpha 0.7 1.0 1.5 --instances 3 --out restated_d20.json
 
 Cost is measured and printed per run (one HMC run: `chains` chains, warmup + samples
 trajectories of ≤ `leapfrog` gradient evaluations, each O(chains·n·k·d)).
