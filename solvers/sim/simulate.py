@@ -102,6 +102,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from solvers.core import initial
+from solvers.core.cpus import available_cpus   # public here too (the sizing model imports it)
 from solvers.sim import family as fam
 from solvers.sim.divergence import DivergenceCheck
 from solvers.sim.streams import seed_state
@@ -601,7 +602,7 @@ def _threads(st: _Setup, threads):
     N >= _TWO_THREAD_MIN_N."""
     if threads is not None:
         return threads
-    from solvers.hierarchy.background import available_cpus, parallel_allowed
+    from solvers.hierarchy.background import parallel_allowed
     if st.N < _TWO_THREAD_MIN_N[st.generator] or not parallel_allowed():
         return 1
     return 2 if _load_average() <= available_cpus() - _IDLE_CPU_MARGIN else 1
@@ -1015,16 +1016,6 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
     return res
 
 
-def _available_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-available_cpus = _available_cpus   # the public name (solvers.app.sweep uses it)
-
-
 def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
     """``simulate`` for each seed, spread over ``n_jobs`` threads; results in the order of seeds.
 
@@ -1042,7 +1033,7 @@ def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
         _positive_int("seed", s, minimum=0)
     if "seed" in kwargs:
         raise ValueError("pass seeds as the first argument, not seed=")
-    n_jobs = _available_cpus() if n_jobs is None else _positive_int("n_jobs", n_jobs)
+    n_jobs = available_cpus() if n_jobs is None else _positive_int("n_jobs", n_jobs)
     n_jobs = min(n_jobs, len(seeds))
     progress = bool(kwargs.pop("progress", False))
     threads = kwargs.pop("threads", 1)   # per seed: the parallelism is over seeds
