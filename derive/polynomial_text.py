@@ -35,7 +35,9 @@ MAX_LENGTH = 2000
 
 
 class ActivationError(ValueError):
-    """An activation string that is not one of the allowed forms (message names the problem)."""
+    """An activation that is not one of the allowed forms, or one a theory does not cover (the
+    message names the problem).  The one such error of every layer: derive.family, the simulator
+    and the Bayes and one-step theories raise it."""
 
 
 def polynomial_coefficients(spec: str) -> list:
