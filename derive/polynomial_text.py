@@ -40,6 +40,25 @@ class ActivationError(ValueError):
     and the Bayes and one-step theories raise it."""
 
 
+def parse(spec) -> tuple:
+    """(kind, exact coefficients) of an activation string, the one reading both layers share:
+    ("erf", ()), ("relu", ()), ("linear", (0, 1)) (also for "x"), or ("poly", (c_0, c_1, ...))
+    with Fraction coefficients; ActivationError for anything else.
+
+    >>> parse(" 2*x/2 ")
+    ('linear', (Fraction(0, 1), Fraction(1, 1)))
+    """
+    if not isinstance(spec, str):
+        raise ActivationError(f"activation must be a string ({', '.join(NAMED)} or a polynomial "
+                              f"in x), got {spec!r}")
+    text = spec.strip()
+    if text in ("erf", "relu"):
+        return text, ()
+    coeffs = (Fraction(0), Fraction(1)) if text == "linear" \
+        else tuple(polynomial_coefficients(spec))
+    return ("linear", coeffs) if coeffs == (0, 1) else ("poly", coeffs)
+
+
 def polynomial_coefficients(spec: str) -> list:
     """Exact coefficients c_0, c_1, ... (Fractions, trailing zeros removed; at least one) of a
     polynomial string; ActivationError (one line naming the string and the problem)."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.polynomial_text import MAX_DEGREE, NAMED, ActivationError, polynomial_coefficients
+from derive.polynomial_text import MAX_DEGREE, NAMED, ActivationError, parse  # noqa: F401
 
 X = sp.Symbol("x", real=True)
 
@@ -125,15 +125,5 @@ def activation(spec) -> Activation:
     """
     if isinstance(spec, Activation):
         return spec
-    if not isinstance(spec, str):
-        raise ActivationError(f"activation must be a string (one of {NAMED} or a polynomial in x), "
-                              f"got {type(spec).__name__}")
-    text = spec.strip()
-    if text in NAMED:
-        return Activation("linear", (sp.Integer(0), sp.Integer(1))) if text == "linear" \
-            else Activation(text)
-    coeffs = tuple(sp.Rational(c.numerator, c.denominator)
-                   for c in polynomial_coefficients(spec))
-    if coeffs == (0, 1):
-        return Activation("linear", coeffs)
-    return Activation("poly", coeffs)
+    kind, coeffs = parse(spec)
+    return Activation(kind, tuple(sp.Rational(c.numerator, c.denominator) for c in coeffs))

@@ -36,7 +36,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from derive.polynomial_text import NAMED, ActivationError, polynomial_coefficients
+from derive.polynomial_text import ActivationError, parse
 
 __all__ = ["Activation", "parse_activation", "NORMALISATIONS", "readouts", "Schedule",
            "Family", "pair_I2", "eps_g"]
@@ -111,25 +111,14 @@ def parse_activation(spec) -> Activation:
     """
     if isinstance(spec, Activation):
         return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"activation must be a string ({', '.join(NAMED)} or a polynomial in "
-                         f"x), got {spec!r}")
-    text = spec.strip()
-    if text == "erf":
-        return Activation(ACT_ERF, (), "erf")
-    if text == "relu":
-        return Activation(ACT_RELU, (), "relu")
-    if text == "linear":
-        return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
-    c = polynomial_coefficients(spec)
-    if len(c) == 1:
+    kind, c = parse(spec)
+    if kind == "poly" and len(c) == 1:
         raise ActivationError(
             f"activation {spec!r}: it is the constant {c[0]}, whose derivative vanishes (a "
             "student of it gets no gradient, a teacher of it is a constant); use erf, linear, "
             "relu or a polynomial of degree >= 1")
-    if tuple(c) == (0, 1):
-        return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
-    return Activation(ACT_POLY, tuple(c), text)
+    code = {"erf": ACT_ERF, "relu": ACT_RELU, "linear": ACT_LINEAR, "poly": ACT_POLY}[kind]
+    return Activation(code, c, spec.strip() if kind == "poly" else kind)
 
 
 # --------------------------------------------------------------------------------------------
