@@ -342,10 +342,10 @@ def family(K, M, *, activation=None, student_activation=None, teacher_activation
 # --------------------------------------------------------------------------------------------
 
 def _closed_I2(a: str, b: str):
-    """Hand-written float64 I2 of the erf / linear pairs (no SymPy), or None."""
+    """float64 I2 of the erf / linear pairs without SymPy (erf-erf: the printed one), or None."""
     if (a, b) == ("erf", "erf"):
-        return lambda c11, c12, c22: (2 / np.pi) * np.arcsin(
-            c12 / np.sqrt((1 + c11) * (1 + c22)))
+        from solvers.generated.gaussian_erf_numpy import I2     # the printed closed form
+        return I2
     if (a, b) == ("linear", "linear"):
         return lambda c11, c12, c22: c12 + 0.0 * (c11 + c22)
     if (a, b) == ("erf", "linear"):          # <erf(z1/sqrt2) z2> = sqrt(2/pi) C12 / sqrt(1 + C11)
@@ -465,14 +465,7 @@ def eps_g(student, teacher, v, u, R1, Q1, T1):
     eps_g = 1/2 [ u^T I2_tt(T) u + v^T I2_ss(Q) v - 2 v^T I2_st(Q_ii, R_in, T_nn) u ];
     leading axes of R1, Q1 (and of v, for a trained readout recorded per alpha) broadcast.
     """
+    from solvers.core.modes_kernel import eps_g_of_I2      # the one ε_g of level-1 overlaps
     s, t = parse_activation(student), parse_activation(teacher)
     R1, Q1, T1, v, u = (np.asarray(a, dtype=np.float64) for a in (R1, Q1, T1, v, u))
-    dq = np.diagonal(Q1, axis1=-2, axis2=-1)
-    dt = np.diagonal(T1, axis1=-2, axis2=-1)
-    Itt = pair_I2(t, t)(dt[..., :, None], T1, dt[..., None, :])
-    Iss = pair_I2(s, s)(dq[..., :, None], Q1, dq[..., None, :])
-    Ist = pair_I2(s, t)(dq[..., :, None], R1, dt[..., None, :])
-    tt = np.einsum("...n,...nm,...m->...", u, Itt, u)
-    ss = np.einsum("...i,...ij,...j->...", v, Iss, v)
-    st = np.einsum("...i,...in,...n->...", v, Ist, u)
-    return 0.5 * (tt + ss - 2.0 * st)
+    return eps_g_of_I2(pair_I2(t, t), pair_I2(s, s), pair_I2(s, t), R1, Q1, T1, v, u)
