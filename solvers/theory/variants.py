@@ -168,6 +168,14 @@ def symmetric_teacher_modes(M, teacher):
     return np.array(rows, dtype=object)
 
 
+def _setup(problem, T_packed, ctx, key=None):
+    """The generated system of ``problem`` (or of ``key``, e.g. its equal-students reduction)
+    at the teacher T_packed, in ctx."""
+    return Setup.build(problem.key if key is None else key, problem.spectrum, T_packed,
+                       problem.eta, problem.order, ctx, noise=problem.noise,
+                       decay=problem.weight_decay, batch_size=problem.batch_size)
+
+
 def _teacher_matrices(T_packed, M):
     iu = np.triu_indices(M)
     out = np.empty((len(T_packed), M, M), dtype=object)
@@ -261,9 +269,7 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
 
     def compute(d):
         with MpmathContext(d) as ctx:
-            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
-                             noise=problem.noise, decay=problem.weight_decay,
-                             batch_size=problem.batch_size)
+            st = _setup(problem, T_packed, ctx, key)
             emb = equal_students(st.K, st.M, st.L, st.n)
             tries = [memo["x"]] if "x" in memo else starts
             err = None
@@ -366,9 +372,7 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20,
 
     def compute(d):
         with MpmathContext(d) as ctx:
-            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
-                             noise=problem.noise, decay=problem.weight_decay,
-                             batch_size=problem.batch_size)
+            st = _setup(problem, T_packed, ctx, key)
             emb = full_state(st.L, st.n)
             y0 = np.array([[ctx.convert(v) for v in row] for row in start], dtype=object)
             try:
@@ -449,9 +453,7 @@ def _regular_at(problem, T_packed, y) -> bool:
     """Whether the generated right-hand side can be evaluated at the exact state y (ReLU
     integrals are singular where two fields coincide)."""
     with MpmathContext(20) as ctx:
-        st = Setup.build(problem.key, problem.spectrum, T_packed, problem.eta, problem.order,
-                         ctx, noise=problem.noise, decay=problem.weight_decay,
-                         batch_size=problem.batch_size)
+        st = _setup(problem, T_packed, ctx)
         try:
             st.jac(np.array([[ctx.convert(v) for v in row] for row in y], dtype=object))
         except (ZeroDivisionError, ValueError):
