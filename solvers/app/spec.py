@@ -912,6 +912,16 @@ check = SimpleNamespace(one_of=_one_of, ge=_ge, gt=_gt, each=_each, all=_all, ru
                         distinct=_distinct, increasing=_increasing)
 
 
+def check_sections(doc: dict, allowed, required: str, *, name: str, why: str = "") -> None:
+    """SpecError unless every section of ``doc`` is in ``allowed`` and ``required`` is there
+    (``why`` follows the missing-section message)."""
+    for sec in doc:
+        if sec not in allowed:
+            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(allowed)})")
+    if required not in doc:
+        raise SpecError(f"{name}: missing section [{required}]{why}")
+
+
 def parse_section(doc: dict, sec: str, schema: dict, *, name: str = "<spec>") -> dict:
     """Validate section ``[sec]`` of ``doc`` against ``schema``; a missing section is empty.
 

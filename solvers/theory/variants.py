@@ -88,14 +88,21 @@ def _readout_numbers(key):
     return vals[:key.K], vals[key.K:]
 
 
-def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
-    """None when the variant has a symmetric plateau to look for, else the reason (one line)."""
+def _not_autonomous(trained, schedule) -> str | None:
+    """Why neither linearisation applies to a moving readout or a schedule (None otherwise)."""
     if trained:
         return ('[model] readout = "trained": the readouts move too; the linearisations are '
                 'for fixed readouts')
     if schedule is not None:
         return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
                 "has no fixed point")
+    return None
+
+
+def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
+    """None when the variant has a symmetric plateau to look for, else the reason (one line)."""
+    if (why := _not_autonomous(trained, schedule)):
+        return why
     if key.K < 2:
         return ("K = 1: every state has all students equal, so the equal-students fixed point "
                 "is where the student converges, not a plateau")
@@ -119,12 +126,8 @@ def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
 def asymptotic_refusal(key, *, trained=False, schedule=None, moved=False) -> str | None:
     """None when the asymptotic linearisation may be looked for, else the reason.  ``moved``:
     weight decay, or label noise at order 2 (the fixed point leaves R = Q = T)."""
-    if trained:
-        return ('[model] readout = "trained": the readouts move too; the linearisations are '
-                'for fixed readouts')
-    if schedule is not None:
-        return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
-                "has no fixed point")
+    if (why := _not_autonomous(trained, schedule)):
+        return why
     if key.student == "linear" and key.K >= 2:
         return (f"linear students with K = {key.K} >= 2: the output depends on sum_i v_i J_i "
                 f"only, the minima form a continuum and the Jacobian is singular there (no "

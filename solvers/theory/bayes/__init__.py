@@ -155,36 +155,37 @@ def curve(st: Setup, n_over_d=None, alpha=None, selection: str = "potential",
     if st.channel == "glm":
         return _curve_glm(st, s_list, selection, progress, started)
     p = st.problem
-    out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
-           "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
-    for s in s_list:
-        sel, sols = p.solve(s, selection)
-        out["eps_bo"].append(sel.eps)
-        out["kc"].append(sel.kc)
-        out["q"].append([float(v) for v in sel.q])
-        out["fixed_points"].append([sol.as_dict() for sol in sols])
-        if progress:
-            progress(1)
+    out = _curve_points(st, s_list, lambda s: p.solve(s, selection), progress)
     meta = st.meta()
     meta.update(selection=selection, wall_time=time.perf_counter() - started)
     out["meta"] = meta
     return out
 
 
-def _curve_glm(st: Setup, s_list, selection, progress, started) -> dict:
-    mp = st.mixed
+def _curve_points(st: Setup, s_list, solve, progress) -> dict:
+    """The curve's per-point lists; ``solve(s)`` gives (selected solution, all solutions)."""
     out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
            "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
     for s in s_list:
-        sols = mp.solutions(s)
-        sel = {"informed": sols[0], "uninformed": sols[-1]}.get(selection) or max(
-            sols, key=lambda x: x.psi)
+        sel, sols = solve(s)
         out["eps_bo"].append(sel.eps)
         out["kc"].append(sel.kc)
         out["q"].append([float(v) for v in sel.q])
-        out["fixed_points"].append([x.as_dict() for x in sols])
+        out["fixed_points"].append([sol.as_dict() for sol in sols])
         if progress:
             progress(1)
+    return out
+
+
+def _curve_glm(st: Setup, s_list, selection, progress, started) -> dict:
+    mp = st.mixed
+
+    def solve(s):
+        sols = mp.solutions(s)
+        return ({"informed": sols[0], "uninformed": sols[-1]}.get(selection)
+                or max(sols, key=lambda x: x.psi)), sols
+
+    out = _curve_points(st, s_list, solve, progress)
     glm_features = sorted(int(st.problem.order[i]) + 1 for i in mp.G)
     meta = st.meta()
     meta.update(selection=selection, wall_time=time.perf_counter() - started, channel="glm",
