@@ -355,20 +355,6 @@ def _closed_I2(a: str, b: str):
     return None
 
 
-def _derive_sources_hash() -> str:
-    """Hash of derive/family/*.py and derive/integrals.py: a changed derivation regenerates the
-    cached I2 modules."""
-    import hashlib
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2] / "derive"
-    h = hashlib.sha256()
-    for p in sorted([*(root / "family").glob("*.py"), root / "integrals.py"]):
-        if p.exists():
-            h.update(p.name.encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def _I2_source(a: str, b: str) -> str:
     """Python source of derive.family.I2(a, b) as ``I2(C11, X, C22)`` in NumPy, X = C12, or
     X = rho = C12 / sqrt(C11 C22) for forms with an asin (``USES_RHO``).
@@ -401,20 +387,14 @@ def _I2_source(a: str, b: str) -> str:
 def _lambdified_I2(a: str, b: str):
     """derive.family.I2(a, b) as a NumPy function of (C11, C12, C22).
 
-    Printed once into a module under $SCALING_ODES_CACHE/family_I2/ (keyed by the pair and the
-    derivation's sources), then imported: SymPy runs only the first time a pair is met on a
-    machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
+    Printed once into the cache of generated code (solvers.core.cachedir, keyed by the pair
+    and the derivation's sources), then imported: SymPy runs only the first time a pair is met
+    on a machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
     import hashlib
-    import importlib.util
-    from solvers.core.cachedir import cache_dir
-    key = hashlib.sha256(f"{a}\0{b}\0{_derive_sources_hash()}".encode()).hexdigest()[:20]
-    path = cache_dir() / "family_I2" / f"I2_{key}.py"
-    if not path.exists():
-        from derive.codegen import write_atomic     # atomic, and imported before it is cached
-        write_atomic(path, _I2_source(a, b), verify=f"I2 of the pair ({a}, {b})")
-    spec = importlib.util.spec_from_file_location(f"_family_I2_{key}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from solvers.core.cachedir import printed_module
+    tag = hashlib.sha256(f"{a}\0{b}".encode()).hexdigest()[:20]
+    mod = printed_module(f"family_I2_{tag}", lambda: _I2_source(a, b),
+                         f"I2 of the pair ({a}, {b})")
     g = mod.I2
     if not mod.USES_RHO:
         return lambda x, y, z: g(x, y, z) + 0.0 * (x + y + z)    # broadcast constants
