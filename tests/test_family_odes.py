@@ -314,37 +314,10 @@ def test_derived_equations_match_monte_carlo_full(student, teacher, K, M, readou
 # -- label noise, weight decay, batch size ----------------------------------------------------
 
 def _linear_reference(lam, init, eta, noise, kappa, batch, order, alphas, dps=30):
-    """ε_g of linear K = M = 1 (v = u = 1) written out from the conventions (modes basis):
-    dR_k = η λ_k (T_k - R_k) - η κ R_k,
-    dQ_k = 2 η λ_k (R_k - Q_k) + e2 (η²/B) w_k λ_k [T_1 - 2 R_1 + Q_1 + noise] - 2 η κ Q_k,
-    integrated by mpmath's Taylor-series ODE solver (not the code under test)."""
-    with mpmath.workdps(dps):
-        L = len(lam)
-        lam = [mpmath.mpf(x) for x in lam]
-        w = [mpmath.mpf(1) / L] * L
-        eta, noise, kappa = (mpmath.mpf(x) for x in (eta, noise, kappa))
-        R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in init)
-        T1 = sum(l * t for l, t in zip(lam, T))
-        e2 = 1 if order == 2 else 0
-
-        def f(a, y):
-            R, Q = y[:L], y[L:]
-            R1 = sum(l * r for l, r in zip(lam, R))
-            Q1 = sum(l * q for l, q in zip(lam, Q))
-            dR = [eta * lam[k] * (T[k] - R[k]) - eta * kappa * R[k] for k in range(L)]
-            dQ = [2 * eta * lam[k] * (R[k] - Q[k])
-                  + e2 * eta**2 / batch * w[k] * lam[k] * (T1 - 2 * R1 + Q1 + noise)
-                  - 2 * eta * kappa * Q[k] for k in range(L)]
-            return dR + dQ
-
-        sol = mpmath.odefun(f, 0, R0 + Q0)
-        out = []
-        for a in alphas:
-            y = sol(mpmath.mpf(a))
-            R1 = sum(l * r for l, r in zip(lam, y[:L]))
-            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
-            out.append((T1 - 2 * R1 + Q1) / 2)
-        return out
+    """ε_g of linear K = M = 1 written out from the conventions (tests/ode_support.py)."""
+    from ode_support import linear_modes_eps
+    return linear_modes_eps(lam, init, alphas, lambda a: mpmath.mpf(eta), noise=noise,
+                            kappa=kappa, batch=batch, order=order, dps=dps)
 
 
 @pytest.mark.parametrize("basis", ["levels", "modes"])
