@@ -40,3 +40,18 @@ def linear_modes_eps(lam, init, alphas, eta_of, *, noise=0, kappa=0, batch=1, or
             Q1 = sum(l * q for l, q in zip(lam, y[L:]))
             out.append((T1 - 2 * R1 + Q1) / 2)
         return out
+
+
+def jets_on_random_path(jets, mod, num, ctx, order, spread):
+    """(path, t1, got): a polynomial path v1(τ) = Σ_k path[k] τ^k of level-1 values starting
+    at the state's own (path[k], k ≥ 1: seeded normals / ``spread``), and the printed jets'
+    coefficients got[k] (every output) of order k = 0..order along it, in ctx."""
+    import numpy as np
+    v0 = list(mod.closure(num.y_levels, num.c)[0])
+    rng = np.random.default_rng(1)
+    path = [v0] + [[mpmath.mpf(float(x)) / spread for x in rng.standard_normal(len(v0))]
+                   for _ in range(order)]
+    t1 = list(num.T_levels[0])
+    state, out = jets.jets_start(path[0], t1, num.eta, ctx)
+    got = [list(out)] + [list(jets.jets_extend(state, path[k], k)) for k in range(1, order + 1)]
+    return path, t1, got

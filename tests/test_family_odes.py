@@ -353,6 +353,7 @@ def test_orthant_jets_match_derivatives_of_the_quadrature(cache):
     from solvers.core.registry import load
     from derive import spectra
     from fractions import Fraction
+    from ode_support import jets_on_random_path
     key = SystemKey("relu", 2, 2, teacher="erf")
     jets, mod = load(key, "taylor"), load(key, "mpmath")
     s = spectra.power_law(4, 1)
@@ -362,16 +363,11 @@ def test_orthant_jets_match_derivatives_of_the_quadrature(cache):
     order = 2      # coefficients 1, 2 exercise both terms of the recurrence (j = 1..k)
     with MpmathContext(30) as ctx:
         num = prob.numeric(ctx)
-        v0 = list(mod.closure(num.y_levels, num.c)[0])
-        rng = np.random.default_rng(1)
-        path = [v0] + [[mpmath.mpf(float(x)) / 50 for x in rng.standard_normal(len(v0))]
-                       for _ in range(order)]
-        t1 = list(num.T_levels[0])
-        state, out = jets.jets_start(path[0], t1, num.eta, ctx)
-        got = [out[i]] + [jets.jets_extend(state, path[k], k)[i] for k in range(1, order + 1)]
+        path, t1, jets_out = jets_on_random_path(jets, mod, num, ctx, order, 50)
+        got = [row[i] for row in jets_out]
 
         def f(tau):
-            v = [sum(path[k][j] * tau**k for k in range(order + 1)) for j in range(len(v0))]
+            v = [sum(path[k][j] * tau**k for k in range(order + 1)) for j in range(len(path[0]))]
             return mod.coefficients(v, t1, num.eta, ctx)[i]
         ref = mpmath.taylor(f, 0, order)
         assert "orthant4" in open(mod.module.__file__).read()
