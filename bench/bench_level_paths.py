@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_level_paths.py [--quick] [--L 64] [--alpha-max 100]
 
-System: the headline case of the performance issue — erf K = M = 2, order 1, power-law
+System: the level basis's headline case — erf K = M = 2, order 1, power-law
 spectrum β = 1 with L distinct eigenvalues, η = 1/10, the finite-N (N = 1024, σ_J = 1/100,
 seed 0) initial condition — in the level basis at dps = estimated_dps(L, 8, "levels"),
 rtol 1e-11, α ∈ [0, alpha_max] (default 100: the object-array paths are slow).

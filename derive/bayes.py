@@ -165,7 +165,7 @@ def refinement_law():
     return sp.simplify(sol)
 
 
-# ---- d → ∞ (notes §5; Eqs. 41–46 as repaired) ---------------------------------------------
+# ---- d → ∞ (Eqs. 41–46 as repaired) --------------------------------------------------------
 
 def limit_beta_gt_half():
     """β > 1/2 at fixed α: k_c ≃ k̄ d^{1/(2β)}, ε ≃ ε̄ d^{1/(2β)−1}.

@@ -1,8 +1,8 @@
 """Bayes-optimal baseline: symbolic layer, scalar channel, fixed points, transitions.
 
 Reference values come from independent routes: literal oracle equations solved here with mpmath,
-closed forms, brute-force maximisation of the potential, quadrature; the numbers quoted in the
-issue are asserted as targets.
+closed forms, brute-force maximisation of the potential, quadrature; the numbers the baseline
+was asked to reproduce are asserted as targets.
 """
 from __future__ import annotations
 
@@ -277,7 +277,7 @@ def test_beta_lt_half_alpha_star_and_switch_bracket():
 
 def test_tanh3_by_quadrature():
     """tanh has no closed-form g: Hermite series by Gauss–Hermite; the rule is converged (more
-    nodes change nothing) and the truncation residual at ℓ = 61 is ~1e−10 (the notes: 8.5e−11)."""
+    nodes change nothing) and the truncation residual at ℓ = 61 is ~1e−10."""
     from solvers.theory.bayes.activation import tanh_coefficients
     c300, res300 = tanh_coefficients(61, 250)
     c400, res400 = tanh_coefficients(61, 340)

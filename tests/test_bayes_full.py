@@ -35,8 +35,8 @@ def test_beta_lt_half_completion_limit():
 
 def test_beta_lt_half_finite_d_all_learned_start():
     """Finite d: the weakest feature's learned branch appears (stable solution with k_c = k) at
-    α(d) → α⋆ (Eq. 46) from below.  Measured: 1.29276 (d = 100); the notes quote 1.2992 for d = 100
-    from a different script (not reproduced: our value is where Φ(ε_k*−) = ε_k*, checked directly)."""
+    α(d) → α⋆ (Eq. 46) from below.  Measured: 1.29276 (d = 100); a different script gave 1.2992 for
+    d = 100 (not reproduced: our value is where Φ(ε_k*−) = ε_k*, checked directly)."""
     a_star = 1.3129652390030795
     got = {}
     for d in (100, 400):
@@ -51,7 +51,7 @@ def test_beta_lt_half_finite_d_all_learned_start():
 
 def test_beta_lt_half_finite_d_bo_completion():
     """Finite d = 100: the Bayes-optimal completion (max Ψ switch to k_c = k) at α = 1.3226
-    (the notes' independent script; d → ∞: 1.34058)."""
+    (from an independent script; d → ∞: 1.34058)."""
     d = 100
     st = Setup(activation="cubic", d=d, gamma=1, Delta=0.1, beta=0.25)
     a_star = 1.3129652390030795

@@ -2,7 +2,7 @@
 
 Oracles: the linear channel, where Ψ_out is Gaussian in closed form; the q → 1 limit (the noise
 entropy alone); Monte Carlo over (ξ, z, noise) for the cubic channel.  And the structural facts
-that separate it from the fixed-point system of the notes: for σ = He₃/√6 the output is not
+that separate it from the extensive-width fixed-point system: for σ = He₃/√6 the output is not
 Gaussian, so Ψ_out(0) lies above the Gaussian replacement and Ψ_out′(0) > 0 (q = 0 is never a
 fixed point), while for a small readout the two agree.
 """

@@ -207,7 +207,7 @@ def _excess_power(d: int) -> float:
 @pytest.mark.full
 def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
     # k = 1, v = 1, Δ = 0.1: the model is a GLM, whose Bayes-optimal limit is the (proven) replica
-    # formula of solvers/theory/bayes/glm.py.  The fixed-point system of the notes treats the
+    # formula of solvers/theory/bayes/glm.py.  The extensive-width fixed-point system treats the
     # output as a Gaussian channel; for one O(1)-readout unit that is not the posterior.
     # Informed starts (the teacher) keep the chains in the teacher's state; the Gibbs error of such
     # chains is biased low if anything (they remember the start), so "Gibbs/2 − 3 SE − δ_d > ε_FP"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import mpmath as mp
 import pytest
@@ -137,6 +138,7 @@ def test_erf_latex_and_default_text(tmp_path, capsys):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == "# erf K=1 M=1 (erf_K1_M1)"
+    lines = [line for line in lines if not line.startswith("#   ")]      # the legend
     assert lines[1].startswith("dR^(l)_11/dalpha = ") and lines[-1].startswith("eps_g = ")
 
 
@@ -252,3 +254,33 @@ def test_label_noise_and_weight_decay_terms(tmp_path, capsys):
                            - 2 * p["eta"] * p["kappa"] * p["lQ_1_1"])):
             got = at(p1[lhs], p) - at(p0[lhs], p)
             assert abs(got - want) <= mp.mpf(10) ** -20, (lhs, got, want)
+
+
+@pytest.mark.parametrize("model, extra, order", [
+    ('activation = "erf"', "", 2),
+    ('activation = "erf"\nreadout = "trained"', "eta_readout = 0.3\nweight_decay_readout = 0.01", 1),
+    ('student_activation = "relu"\nteacher_activation = "erf"', "noise = 0.1\nweight_decay = 0.01", 2),
+])
+def test_legend_defines_every_symbol_printed(tmp_path, capsys, model, extra, order):
+    """Every free symbol of the printed equations (read back with sympify, independently of the
+    legend's own patterns) is named by one legend entry, in the JSON, the text and the LaTeX."""
+    path = spec(tmp_path, model)                  # K = M = 1: small and quick to derive
+    path.write_text(path.read_text().replace("eta = 0.5", f"eta = 0.5\norder = {order}\n{extra}"))
+    doc, _ = derive_json(path, capsys)
+    rhs, eps = printed(doc)
+    symbols = {str(s) for e in [*rhs.values(), eps] for s in e.free_symbols}
+    names = {"R", "Q", "T", "nR", "nQ", "nT", "lR", "lQ", "v"}
+    covered = set()
+    for entry in doc["legend"]:
+        for word in re.findall(r"[A-Za-z]\w*", entry["text"].split(" = ")[0]):
+            covered.add(word.split("_")[0] if word.split("_")[0] in names else word)
+    for s in symbols:
+        base = s.split("_")[0] if s.split("_")[0] in names else s
+        assert base in covered, f"{s} is printed but not in the legend {covered}"
+    if order == 2:
+        assert any(e["text"].startswith("e2") for e in doc["legend"])
+    from solvers.app.cli.derive import render_text        # what the command prints
+    text, latex = render_text(doc), render_text(doc, latex=True)
+    assert all(f"#   {e['text']}: " in text for e in doc["legend"])
+    assert all(e["latex"] in latex for e in doc["legend"])
+    assert latex.rstrip().endswith("\\end{aligned}")

@@ -168,3 +168,184 @@ def test_site_builds_strict(tmp_path):
     assert spec.count("<table") >= 10                       # one table per section
     api = (tmp_path / "site" / "reference/api.html").read_text()
     assert "solve_spec" in api and "simulate" in api
+    assert (tmp_path / "site" / "benchmarks-archive.html").stat().st_size > 100_000
+    _site_is_offline(tmp_path / "site")
+    _formulas_render(tmp_path / "site", tmp_path)
+
+
+# what a page loads (not what it links to): scripts, style sheets, fonts, preconnects, imports
+LOADS = re.compile(r"<script[^>]*\ssrc=\"([^\"]*)\"|<link[^>]*\shref=\"([^\"]*)\"[^>]*>"
+                   r"|@import\s+(?:url\()?[\"']?([^\"')\s]+)|url\(\s*[\"']?([^\"')\s]+)")
+
+
+def _site_is_offline(site: Path) -> None:
+    """No page or style sheet of the built site loads anything from another host, and MathJax
+    (with its fonts) is in the site."""
+    remote = []
+    for path in list(site.rglob("*.html")) + list(site.rglob("*.css")):
+        for m in LOADS.finditer(path.read_text(errors="replace")):
+            target = next(g for g in m.groups() if g is not None)
+            tag = m.group(0)
+            if m.group(2) is not None and not re.search(
+                    r"rel=\"(?:stylesheet|preload|preconnect|modulepreload|icon|manifest)\"", tag):
+                continue                                      # a hyperlink, not a resource
+            if re.match(r"(?:[a-z]+:)?//", target):
+                remote.append(f"{path.relative_to(site)}: {target}")
+    assert not remote, "\n".join(sorted(set(remote))[:20])
+    mathjax = site / "javascripts" / "mathjax"
+    assert (mathjax / "tex-mml-chtml.js").stat().st_size > 500_000
+    assert list((mathjax / "output" / "chtml" / "fonts" / "woff-v2").glob("MathJax_Main-*.woff"))
+
+
+def _formulas_render(site: Path, tmp: Path) -> None:
+    """MathJax as shipped, with the site's configuration, typesets the formulas of a theory page
+    (arithmatex) and of a notebook (Markdown cells and LaTeX outputs) without an error; the
+    count of formulas is checked against the source (node runs MathJax; skipped without it)."""
+    import shutil
+    node = shutil.which("node")
+    if node is None:
+        return
+    es5 = site / "javascripts" / "mathjax"
+    for page, least in (("theory/conventions.html", _count_tex(ROOT / "docs/theory/conventions.md")),
+                        ("notebooks/01_hierarchy_and_closure.html",
+                         _count_tex(ROOT / "notebooks/01_hierarchy_and_closure.ipynb"))):
+        html = (site / page).read_text()
+        # what node's DOM cannot parse and MathJax does not read: scripts, styles, images
+        html = re.sub(r"<script[\s\S]*?</script>|<style[\s\S]*?</style>|<svg[\s\S]*?</svg>",
+                      "", html)
+        html = re.sub(r"data:[^\"]*", "", re.sub(r"&[a-zA-Z]+;", " ", html))
+        if page.startswith("notebooks/"):       # node's DOM chokes on the notebook's frame
+            cells = re.findall(r'<div class="jp-Rendered(?:HTMLCommon jp-RenderedMarkdown|Latex)'
+                               r'[\s\S]*?</div>', html)
+            html = f"<html><head></head><body>{''.join(cells)}</body></html>"
+        lean = tmp / page.replace("/", "_")
+        lean.write_text(html)
+        run = subprocess.run([node, str(ROOT / "tests" / "mathjax_count.js"), str(es5), str(lean),
+                              str(ROOT / "docs" / "javascripts" / "mathjax.js")],
+                             capture_output=True, text=True, timeout=300)
+        got = __import__("json").loads(run.stdout.strip().splitlines()[-1])
+        assert got.get("errors") == 0 and got["found"] >= least > 0, (page, got, least)
+
+
+def _count_tex(path: Path) -> int:
+    """A lower bound on the formulas of a source page: its \\( or $ ... $ and $$ ... $$ spans
+    outside code (each one MathJax must find)."""
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        import json
+        cells = json.loads(text)["cells"]
+        text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    text = re.sub(r"```[\s\S]*?```|`[^`\n]*`", "", text)
+    display = len(re.findall(r"\$\$[\s\S]+?\$\$", text))
+    text = re.sub(r"\$\$[\s\S]+?\$\$", "", text)
+    return display + len(re.findall(r"(?<!\\)\$[^$\n]+?\$", text))
+
+
+def test_docs_config_loads_nothing_remote():
+    """mkdocs.yml and the site's own scripts name no CDN or font service: the math renderer is
+    the MathJax the docs extra installs, copied into the site by the build hook."""
+    import yaml
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+    for entry in config.get("extra_javascript", []) + config.get("extra_css", []):
+        assert not re.match(r"(?:[a-z]+:)?//", str(entry)), entry
+    assert config["theme"].get("font") is False              # no Google Fonts
+    for script in (ROOT / "docs" / "javascripts").glob("*.js"):
+        assert "//" not in re.sub(r"^\s*//.*$", "", script.read_text(), flags=re.M), script
+    ref = _hooks()
+    assert "javascripts/mathjax/tex-mml-chtml.js" in config["extra_javascript"]
+    assert config["extra_javascript"][-1].startswith(ref.MATHJAX_DEST + "/")
+    pytest.importorskip("mathjax")                            # the docs extra
+    shipped = dict(ref.mathjax_files())
+    assert "tex-mml-chtml.js" in shipped and any(k.endswith(".woff") for k in shipped)
+
+
+def _reference_rows(text: str, source: str) -> dict[str, list[str]]:
+    """key -> the cells of its row, in the section of the reference whose source is ``source``."""
+    section = next(s for s in text.split("\n### ") if f"Source: `{source}`" in s)
+    section = section.split("\n#### ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"^\| `([^`]+)` \| (.*) \|$", line)
+        if m:
+            rows[m.group(1)] = [c.strip() for c in re.split(r"(?<!\\)\|", m.group(2))]
+    return rows
+
+
+def test_every_key_has_its_default_in_the_reference():
+    """Every key of every schema (all sections) has a row whose default cell shows the schema's
+    default as TOML writes it; a key without one says what stands in for it."""
+    from solvers.app.spec import REQUIRED, _fmt
+    ref = _hooks()
+    text = ref.spec_reference()
+    for title, module, variable, subkey, _ in ref.SECTIONS + ref.discovered_schemas():
+        schema = getattr(importlib.import_module(module), variable)
+        if subkey:
+            schema = schema[subkey]
+        source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
+        rows = _reference_rows(text, source)
+        for key, (_, default, _) in schema.items():
+            assert key in rows, f"[{title}] {key} has no row"
+            cell = rows[key][1]
+            if default is REQUIRED:
+                assert "**required**" in cell, f"[{title}] {key}: {cell}"
+            elif default is None:
+                assert cell, f"[{title}] {key}: empty default"
+            else:
+                shown = _fmt(list(default) if isinstance(default, tuple) else default)
+                assert f"`{shown}`" in cell, f"[{title}] {key}: {cell!r} lacks {shown!r}"
+
+
+@pytest.mark.parametrize("solve, checked", [({}, ("L", "beta", "N", "digits")),
+                                            ({"dps": "float64"}, ("digits",))])
+def test_reference_shows_the_defaults_the_loader_fills_in(solve, checked):
+    """Independent of the hook: a minimal spec is loaded, and every key the loader fills in
+    though its schema default is "not given" must show that value in the reference."""
+    import dataclasses
+    from solvers.app.spec import _SCHEMA, _fmt, parse_spec
+    spec = parse_spec({"training": {"eta": "0.1"}, "solve": {"alpha_max": 10, **solve}})
+    text = _hooks().spec_reference()
+    filled = []
+    for section, schema in _SCHEMA.items():
+        rows = _reference_rows(text, f'solvers.app.spec._SCHEMA["{section}"]')
+        values = dataclasses.asdict(getattr(spec, section))
+        for key, (_, default, _) in schema.items():
+            given = key in ("eta", "alpha_max") or key in solve
+            if default is not None or given or values.get(key) is None:
+                continue
+            filled.append(key)
+            if key == "alpha_min":                 # depends on alpha_max and spacing: named
+                assert "`alpha_max`" in rows[key][1] and "`spacing`" in rows[key][1]
+                continue
+            assert f"`{_fmt(values[key])}`" in rows[key][1], (section, key, rows[key][1])
+    assert set(checked) <= set(filled)            # the test saw the keys it is about
+
+
+def test_schedule_tables_in_the_reference_are_what_the_loader_takes():
+    """The reference lists each schedule kind with its keys; a spec with exactly those keys
+    loads, one without any of them or with a foreign key is refused."""
+    from solvers.app.spec import SpecError, parse_spec
+    text = _hooks().spec_reference()
+    block = text.split("#### `[training] schedule` tables", 1)[1].split("\n### ", 1)[0]
+    kinds = {m.group(1): re.findall(r"`(\w+)`", m.group(2))
+             for m in re.finditer(r'^\| `"(\w+)"` \| ([^|]*) \|', block, re.M)}
+    assert set(kinds) == {"constant", "power", "steps"}
+
+    def load(schedule):
+        return parse_spec({"training": {"eta": "0.1", "schedule": schedule},
+                           "solve": {"alpha_max": 10}})
+    value = {"alphas": [1, 2], "etas": ["0.05", "0.02"], "alpha0": 1, "p": "0.5"}
+    for kind, keys in kinds.items():
+        load({"kind": kind, **{k: value[k] for k in keys}})
+        for k in keys:
+            with pytest.raises(SpecError):
+                load({"kind": kind, **{j: value[j] for j in keys if j != k}})
+        foreign = next(k for k in value if k not in keys)
+        with pytest.raises(SpecError):
+            load({"kind": kind, **{k: value[k] for k in keys}, foreign: value[foreign]})
+
+
+def test_help_names_no_source_folder():
+    """`--help` of every subcommand speaks to users: no package folder or module of the source."""
+    text = _hooks().cli_reference()
+    found = re.findall(r"\b(?:solvers|derive)(?:/[\w/]*|\.\w+)|\b\w+\.py\b", text)
+    assert not found, found

@@ -5,7 +5,7 @@ perturbation, fit the exponential growth of the specialisation component ρ of R
 λ_esc = 1/τ_esc) and of ε_g* - ε_g (rate 2 λ_esc: ε_g is stationary along the escape direction,
 so it moves like ρ² — the paper's Eq. 115 writes the exponent α/τ_esc).
 
-Tolerances: the issue asks for 5 %.  We also assert 1e-3, which is what the method can
+Tolerances: 5 % is asked for.  We also assert 1e-3, which is what the method can
 guarantee: the fit windows end where ρ/R* = 1e-3 (ε_g* - ε_g = 1e-6 ε_g*), so the nonlinear
 corrections to the rate are ≲ 1e-3, while float64 rounding (~1e-16 absolute on ε_g ~ 0.03)
 is ≲ 1e-4 of the smallest fitted ε_g* - ε_g (3e-12).

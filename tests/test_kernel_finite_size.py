@@ -55,7 +55,7 @@ def _check_correction(r):
 
 def test_finite_P_correction_resolved_small_P():
     """P = 8, 16 with 1200 designs: E_MC/E_eig − 1 > 0 by more than 3 SE, ≈ 0.45/P, larger at
-    P = 8 than at 16; at P = 16 it stays inside the issue's observed 0.97–1.05."""
+    P = 8 than at 16; at P = 16 it stays inside the band 0.97–1.05 observed earlier."""
     rows = _ratios([8, 16], SETTINGS[:2], trials=1200, seed=21)
     print([(r["P"], round(r["r"], 4), round(r["se"], 4)) for r in rows])
     for r in rows:

@@ -1,4 +1,4 @@
-"""The modes solver at the sizes the performance issue names: L = 4096 (K = M = 2) and
+"""The modes solver at the sizes it was asked to reach: L = 4096 (K = M = 2) and
 K = M = 40.  Correctness only (timings: bench/bench_modes_fast.py)."""
 import numpy as np
 

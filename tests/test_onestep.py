@@ -148,7 +148,7 @@ def test_srf_parameters_symbolic_limits():
 
 
 def test_srf_parameters_numbers():
-    """tanh/tanh, α0 = 1/2, η = 3: c = 1 + 9·2·m2·Var σ' (the notes' 1.692 at d → ∞)."""
+    """tanh/tanh, α0 = 1/2, η = 3: c = 1 + 9·2·m2·Var σ' (1.692 at d → ∞)."""
     p = Setup("tanh", "tanh", 0.5, 3.0).srf()
     c = resolve("tanh").constants()
     assert abs(p["c"] - (1 + 9 * 2 * c["m2"] * c["var_dsigma"])) < 1e-14

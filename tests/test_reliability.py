@@ -1,6 +1,6 @@
 """Bad or extreme input ends in one line on stderr and exit 2, or in a correct result.
 
-Each numbered case of the issue has a test here (the sweep faults are in test_sweep_faults.py,
+Each numbered case of the reliability requirements has a test here (the sweep faults are in test_sweep_faults.py,
 the property-based test over the spec schema in test_spec_fuzz.py).
 """
 import json
@@ -223,7 +223,7 @@ def test_fixed_dps_result_carries_its_verified_digits(tmp_path, capsys):
 @pytest.mark.parametrize("L,dps,ok", [(24, 20, False), (24, 30, False), (24, 40, False),
                                       (16, 40, True)])
 def test_case1_larger_L_full(tmp_path, capsys, L, dps, ok):
-    """The issue's other runs: L = 24 at dps 20/30 ended in a step-size message, at 40 with 4.9
+    """The other reported runs: L = 24 at dps 20/30 ended in a step-size message, at 40 with 4.9
     digits; now refused naming precision.  L = 16 at dps = 40 is accepted, and its digits are
     right (reference: the modes basis in float64 at rtol 1e-15, itself good to ~13 digits)."""
     text = CASE1.format(dps=dps).replace("L = 16", f"L = {L}")

@@ -1,6 +1,6 @@
 """Gaussian integrals for the committee-machine family: any activation in each slot.
 
-The hierarchy of online SGD (DESIGN §1 of the project notes, ``derive.hierarchy``) needs, for a
+The hierarchy of online SGD (docs/theory/conventions.md, ``derive.hierarchy``) needs, for a
 student activation g_s and a teacher activation g_t, the expectations over jointly Gaussian
 fields with covariance C
 

@@ -70,7 +70,8 @@ def describe_type(conv) -> str:
     if getattr(S, "_init_value", None) is conv:
         return 'string or table {from = "run.json"}'
     if getattr(S, "_schedule", None) is conv:
-        return 'table {kind = "constant" | "power" | "steps", ...}'
+        kinds = " | ".join(f'"{kind}"' for kind in S._SCHEDULE_KEYS)
+        return f"table {{kind = {kinds}, ...}} (below)"
     if conv in names:
         return names[conv]
     if hasattr(conv, "toml_type"):          # a converter that states its own TOML type
@@ -106,12 +107,36 @@ def describe_check(chk) -> str:
     raise ValueError(f"no description for check {chk!r}: teach docs/hooks/reference.py")
 
 
-def describe_default(value) -> str:
+def conditional_defaults() -> dict:
+    """(module, variable, sub-key, key) -> the default the spec's checks fill in for a key whose
+    schema default is None because it depends on other keys; built from the constants those
+    checks use, so nothing here restates a number."""
+    from solvers.app import spec as S
+    f = S._fmt
+    main = ("solvers.app.spec", "_SCHEMA")
+    return {
+        (*main, "data", "L"): f"`{f(S.DEFAULT_L)}`; the number of `eigenvalues` when given",
+        (*main, "data", "beta"): f"`{f(S.DEFAULT_BETA)}` unless `eigenvalues` is given",
+        (*main, "data", "N"): f'`{f(S.DEFAULT_N)}` when the start needs a realisation '
+                              f'(`init = "random"` or `"informed"`)',
+        (*main, "solve", "digits"): f'`{f(S.DEFAULT_DIGITS)}`; `{f(S.FLOAT64_DEFAULT_DIGITS)}` '
+                                    f'with `dps = "float64"`',
+        (*main, "solve", "alpha_min"): "from `alpha_max` and `spacing` (note)",
+        (*main, "solve", "alpha_max"): "**required** unless `alphas` is given",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "N"): "**required**",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "L"): "**required** unless `eigenvalues`",
+        ("solvers.app.cli.kernel", "DATA_SCHEMA", None, "beta"): "**required** unless `eigenvalues`",
+        (*main, "model", "student_activation"): "`activation`",
+        (*main, "model", "teacher_activation"): "`activation`",
+    }
+
+
+def describe_default(value, where: tuple | None = None) -> str:
     from solvers.app.spec import REQUIRED, _fmt
     if value is REQUIRED:
         return "**required**"
     if value is None:
-        return "not given"
+        return conditional_defaults().get(where, "not given")
     if isinstance(value, Fraction):
         return f"`{_fmt(value)}`"
     if isinstance(value, tuple):
@@ -177,8 +202,24 @@ def schema_table(module_name, variable, subkey) -> str:
     notes = key_comments(module_name, variable, subkey)
     rows = ["| key | type | default | allowed | note |", "|---|---|---|---|---|"]
     for key, (conv, default, chk) in schema.items():
-        rows.append(f"| `{key}` | {_cell(describe_type(conv))} | {describe_default(default)} | "
+        where = (module_name, variable, subkey, key)
+        rows.append(f"| `{key}` | {_cell(describe_type(conv))} | "
+                    f"{_cell(describe_default(default, where))} | "
                     f"{_cell(describe_check(chk))} | {_cell(notes.get(key, ''))} |")
+    return "\n".join(rows)
+
+
+# tables inside a key: (section title, key, module, variable of kind -> sub-keys)
+SUBTABLES = [("training", "schedule", "solvers.app.spec", "_SCHEDULE_KEYS")]
+
+
+def subtable(title, key, module_name, variable) -> str:
+    kinds = getattr(importlib.import_module(module_name), variable)
+    notes = key_comments(module_name, variable, None)
+    rows = [f"#### `[{title}] {key}` tables\n", "| `kind` | keys | meaning |", "|---|---|---|"]
+    for kind, keys in kinds.items():
+        listed = ", ".join(f"`{k}`" for k in keys) or "—"
+        rows.append(f'| `"{kind}"` | {listed} | {_cell(notes.get(kind, ""))} |')
     return "\n".join(rows)
 
 
@@ -214,6 +255,9 @@ def spec_reference() -> str:
         source = f"{module}.{variable}" + (f'["{subkey}"]' if subkey else "")
         parts.append(f"### `[{title}]`\n\nRead by {used_by}. Source: `{source}`.\n\n"
                      f"{schema_table(module, variable, subkey)}\n")
+        for sub_title, key, sub_module, sub_variable in SUBTABLES:
+            if (module, subkey) == ("solvers.app.spec", sub_title):
+                parts.append(subtable(sub_title, key, sub_module, sub_variable) + "\n")
     return "\n".join(parts)
 
 
@@ -275,24 +319,84 @@ def _read(rel: str) -> str:
 
 BENCHMARKS_HEAD = """# Benchmarks
 
-The measured record of every performance claim in these docs: each section names the script in
-`bench/` that produced it (`make bench` runs them all), the machine and the load, and gives
-ratios against the plainest implementation a user would write, measured in the same run.
-Highlights are summarised under [Performance](guide/performance.md). Below is the repository's
-`BENCHMARKS.md` as it stands.
+The repository's `BENCHMARKS.md` as it stands: the headline figures, each with the command that
+reproduces it and the CPU it was measured on, and which script in `bench/` measures what.
+Highlights are also summarised under [Performance](guide/performance.md); every section of the
+dated record is on the page [Benchmark record](benchmarks-archive.md).
 
 """
 
+ARCHIVE_HEAD = """# Benchmark record
+
+The repository's `bench/ARCHIVE.md`: every measured section as it was written.
+
+"""
+
+# links between the two files, as written in the repository -> as pages of the site
+_BENCH_LINKS = {"](bench/ARCHIVE.md)": "](benchmarks-archive.md)",
+                "](../BENCHMARKS.md)": "](benchmarks.md)"}
+
+
+def _site_links(text: str) -> str:
+    for repo_link, page_link in _BENCH_LINKS.items():
+        text = text.replace(repo_link, page_link)
+    return text
+
+
+def _without_title(text: str) -> str:
+    return text.split("\n", 1)[1] if text.startswith("# ") else text   # its own title goes
+
 
 def benchmarks_page() -> str:
-    text = _read("BENCHMARKS.md")
-    body = text.split("\n", 1)[1] if text.startswith("# ") else text   # its own title goes
-    return BENCHMARKS_HEAD + body
+    return BENCHMARKS_HEAD + _site_links(_without_title(_read("BENCHMARKS.md")))
+
+
+def benchmarks_archive_page() -> str:
+    return ARCHIVE_HEAD + _site_links(_without_title(_read("bench/ARCHIVE.md")))
+
+
+# ---- the math renderer, installed by the docs build (no CDN: formulas render offline) ---------
+
+MATHJAX_DEST = "javascripts/mathjax"        # mkdocs.yml loads MATHJAX_DEST/tex-mml-chtml.js
+# the one combined component the site loads, the folders it loads parts from on demand, and
+# the loader and core the tests use to run those parts in node (tests/mathjax_count.js)
+MATHJAX_PARTS = ("tex-mml-chtml.js", "input", "output", "ui", "a11y", "adaptors", "sre",
+                 "startup.js", "core.js")
+
+
+def mathjax_dir():
+    """MathJax 3's es5 build as the docs extra installs it (the django-static-mathjax wheel:
+    MathJax's files only, no Django)."""
+    from importlib.resources import files
+    try:
+        root = files("mathjax") / "static" / "mathjax" / "es5"
+    except ModuleNotFoundError:
+        root = None
+    if root is None or not (root / "tex-mml-chtml.js").is_file():
+        raise RuntimeError("MathJax is not installed: pip install -e '.[docs]' "
+                           "(django-static-mathjax)")
+    return str(root)
+
+
+def mathjax_files():
+    """(path under MATHJAX_DEST, absolute source path) of every file the site ships."""
+    root = mathjax_dir()
+    for part in MATHJAX_PARTS:
+        src = os.path.join(root, part)
+        if os.path.isfile(src):
+            yield part, src
+            continue
+        for folder, _, names in os.walk(src):
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                yield os.path.relpath(path, root).replace(os.sep, "/"), path
 
 
 @event_priority(100)       # before mkdocs-jupyter wraps the notebook files
 def on_files(files, config):
     from mkdocs.structure.files import File
+    for rel, src in mathjax_files():
+        files.append(File.generated(config, f"{MATHJAX_DEST}/{rel}", abs_src_path=src))
     nb_dir = os.path.join(ROOT_DIR, "notebooks")
     for name in sorted(os.listdir(nb_dir)):
         if name.endswith(".ipynb"):
@@ -300,4 +404,6 @@ def on_files(files, config):
                               config["use_directory_urls"]))
     files.append(File.generated(config, "notebooks/index.md", content=_read("notebooks/README.md")))
     files.append(File.generated(config, "benchmarks.md", content=benchmarks_page()))
+    files.append(File.generated(config, "benchmarks-archive.md",
+                                content=benchmarks_archive_page()))
     return files

@@ -27,8 +27,8 @@ from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
 
 
 # the family's options the ODEs implement; the others are refused, never silently ignored
-# (a schedule: every route of solve; "power" on the RK7(8), "steps" piece by piece on any;
-# a trained readout, with its eta_readout: the RK7(8) routes)
+# (a schedule and a trained readout with its eta_readout: every route of solve but the stiff
+# float64 solver, whose eta is constant; "steps" piece by piece)
 ODE_TRAINING_OPTIONS = ("noise", "weight_decay", "batch_size", "schedule", "eta_readout",
                         "weight_decay_readout")
 

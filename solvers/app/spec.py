@@ -418,7 +418,13 @@ def _activation_ok(v, label):
 
 
 MAX_BATCH_SIZE = 10**6      # samples per step; the time of a run is sized in validate.py
-_SCHEDULE_KEYS = {"constant": (), "power": ("alpha0", "p"), "steps": ("alphas", "etas")}
+# [training] schedule: kind -> the keys it needs (the spec reference prints the comments)
+_SCHEDULE_KEYS = {
+    "constant": (),                     # eta at every alpha (the same as no schedule)
+    "power": ("alpha0", "p"),           # eta(alpha) = eta (1 + alpha/alpha0)^(-p); alpha0 > 0, p >= 0
+    # eta until alphas[0], then etas[k] from alphas[k] on (alphas > 0 increasing, etas > 0)
+    "steps": ("alphas", "etas"),
+}
 
 
 def _schedule(v, label):
@@ -560,7 +566,7 @@ _SCHEMA = {
     "solve": {
         "alphas": (_list_of(_float, "list of numbers"), None, _all(_each(_ge(0)), _increasing)),
         "alpha_max": (_float, None, _gt(0)),
-        "alpha_min": (_float, None, None),            # depends on spacing: _check_solve
+        "alpha_min": (_float, None, None),            # alpha_max/10^4 (log spacing), 0 (linear)
         "n_points": (_int, 200, _all(_ge(2), _rule(lambda v: v <= 10**6, "must be <= 1000000"))),
         "spacing": (_str, "log", _one_of("log", "linear")),
         "basis": (_str, "auto", _one_of("auto", "levels", "modes")),

@@ -28,7 +28,11 @@ FILE`` write the JSON document
     {"model": description, "tag": module tag, "state": [per-level labels],
      "equations": [{"lhs", "rhs_text", "rhs_latex"}], "eps_g": {"text", "latex"},
      "module": path or null, "closed": null or {"basis", "L", "states", "equations"},
-     "meta": {"version", "K", "M", "L", "order", "n_state", "wall_s"}}
+     "legend": [{"text", "latex", "meaning"}], "meta": {"version", "K", "M", "L", "order",
+     "n_state", "wall_s"}}
+
+The legend defines the symbols the equations use (LEGEND): the text form prints it as ``#``
+lines under its title, the LaTeX form as the last rows of its ``aligned`` block.
 
 The request is sized before any work with the estimate of :mod:`solvers.core.codegen_time`
 (the derivation is the first phase of printing a module); SymPy is imported only here.
@@ -47,6 +51,46 @@ MAX_DERIVE_SECONDS = 30.0
 MAX_CLOSED_EQUATIONS = 40
 # coefficients are simplified up to this many state variables per level (K = 2, M = 1: 5)
 MAX_SIMPLIFIED = 5
+
+
+# (names in the text form: a regular expression; text; LaTeX; its definition as text and as
+# LaTeX; in words): what render_text prints with the equations for every symbol they use.
+# Level-l overlaps (docs/theory/conventions.md): R^(l)_in = J_i Σ^l B_n / N, Q^(l)_ij =
+# J_i Σ^l J_j / N, T^(l)_nm = B_n Σ^l B_m / N.
+LEGEND = [
+    (r"[RQT]_\d+_\d+", "R_i_n, Q_i_j, T_n_m", r"R^{(1)}_{in}, Q^{(1)}_{ij}, T^{(1)}_{nm}",
+     "J_i Σ B_n/N, J_i Σ J_j/N, B_n Σ B_m/N", r"J_i \Sigma B_n/N,\ J_i \Sigma J_j/N,\ B_n \Sigma B_m/N",
+     "level-1 overlaps of students i, j and teachers n, m: the covariances of the fields"),
+    (r"n[RQT]_\d+_\d+", "nR_i_n, nQ_i_j, nT_n_m", r"R^{(l+1)}_{in}, Q^{(l+1)}_{ij}, T^{(l+1)}_{nm}",
+     "J_i Σ^(l+1) B_n/N, ...", r"J_i \Sigma^{l+1} B_n/N, \ldots", "the overlaps at level l + 1"),
+    (r"l[RQ]_\d+_\d+", "lR_i_n, lQ_i_j", r"R^{(l)}_{in}, Q^{(l)}_{ij}",
+     "J_i Σ^l B_n/N, J_i Σ^l J_j/N", r"J_i \Sigma^l B_n/N,\ J_i \Sigma^l J_j/N", "the overlaps at level l"),
+    (r"nu", "nu", r"\nu_{l+1}", "Tr Σ^(l+1)/N", r"\mathrm{Tr}\,\Sigma^{l+1}/N",
+     "the (l+1)-th moment of the input spectrum"),
+    (r"eta", "eta", r"\eta", "", "", "the learning rate of the first layer"),
+    (r"e2", "e2", "e_2", "eta^2/B", r"\eta^2/B",
+     "at order 2, with B the batch size; 0 at order 1"),
+    (r"noise", "noise", "noise", "", "", "the variance of the label noise"),
+    (r"kappa", "kappa", r"\kappa", "", "", "the weight decay of the first layer"),
+    (r"v_\d+", "v_i", "v_{i}", "", "", "the trained readouts of the students"),
+    (r"eta_v", "eta_v", r"\eta_v", "", "", "the learning rate of the readouts"),
+    (r"kappa_v", "kappa_v", r"\kappa_v", "", "", "the weight decay of the readouts"),
+]
+
+
+def legend(doc: dict) -> list[dict]:
+    """The LEGEND entries for the symbols the document's equations and ε_g use."""
+    import re
+    part = doc["closed"] or doc
+    texts = [e["rhs_text"] for e in part["equations"]] + [part["eps_g"]["text"]]
+    used = set(re.findall(r"[A-Za-z_]\w*", " ".join(texts)))
+    out = []
+    for pattern, text, latex, definition, latex_definition, words in LEGEND:
+        if any(re.fullmatch(pattern, name) for name in used):
+            out.append({"text": text + (f" = {definition}" if definition else ""),
+                        "latex": latex + (f" = {latex_definition}" if latex_definition else ""),
+                        "meaning": words})
+    return out
 
 
 def register(sub) -> None:
@@ -135,6 +179,7 @@ def derive_result(spec, closed: bool = False, write: bool = False) -> dict:
            "module": None, "closed": _closed(spec, key) if closed else None}
     if write:
         out["module"] = _write(key)
+    out["legend"] = legend(out)
     out["meta"] = {"version": _version(), "K": m.K, "M": m.M, "L": spec.data.L,
                    "order": tr.order, "n_state": h.n_state,
                    "wall_s": time.perf_counter() - started}
@@ -202,11 +247,13 @@ def render_text(doc: dict, latex: bool = False) -> str:
         rows = [f"\\frac{{d {_lhs_latex(e['lhs'])}}}{{d\\alpha}} &= {e['rhs_latex']}"
                 for e in part["equations"]]
         rows.append(f"\\varepsilon_g &= {part['eps_g']['latex']}")
+        rows += [f"& {e['latex']}\\ \\text{{({e['meaning']})}}" for e in doc.get("legend", [])]
         return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
     head = f"# {doc['model']} ({doc['tag']})"
     if doc["closed"]:
         head += f", closed at L = {part['L']} ({part['basis']} basis)"
-    rows = [head] + [f"{e['lhs']} = {e['rhs_text']}" for e in part["equations"]]
+    rows = [head] + [f"#   {e['text']}: {e['meaning']}" for e in doc.get("legend", [])]
+    rows += [f"{e['lhs']} = {e['rhs_text']}" for e in part["equations"]]
     rows.append(f"eps_g = {part['eps_g'][kind]}")
     return "\n".join(rows)
 

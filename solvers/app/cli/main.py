@@ -22,6 +22,11 @@ from solvers.app.cli import simulate as cli_simulate
 from solvers.app.cli.common import CliError, check_outputs, emit
 from solvers.core import notices
 
+# what `scaling-odes --help` says first (for users: no source folders)
+DESCRIPTION = ("Order-parameter ODEs of online SGD in two-layer networks on power-law data, "
+               "with the simulator and the baselines: one subcommand per computation "
+               "(scaling-odes SUBCOMMAND --help).")
+
 
 def cmd_solve(args) -> int:
     from solvers.app.solve import solve_spec
@@ -60,7 +65,7 @@ def cmd_regenerate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="scaling-odes", description=__doc__.splitlines()[0])
+    p = _Parser(prog="scaling-odes", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="integrate the order-parameter ODEs of a spec")
     s.add_argument("spec", help="SPEC.toml")

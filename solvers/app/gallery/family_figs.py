@@ -190,8 +190,7 @@ FIGF2 = Figure("F2", "Committee-machine family: label noise puts a floor under t
                       "digits": 6},
                compute=f2_compute, plot=f2_plot, checks=f2_checks, overlay=True,
                errata="Not in the paper: the family's label-noise option ([training] noise). A trained readout "
-                      "has no figure: the ODEs do not carry it yet, and a simulation alone is no theory figure "
-                      "(learning-rate schedules: Figure F4).")
+                      "is Figure F3, learning-rate schedules Figure F4.")
 
 
 # ---- F3: trained readout ------------------------------------------------------------------------

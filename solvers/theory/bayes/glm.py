@@ -1,6 +1,6 @@
 """The exact Bayes-optimal overlap of ONE unit with an O(1) readout: the GLM replica formula.
 
-Why this module exists: the fixed-point system of the notes replaces each unit's output channel by
+Why this module exists: the extensive-width fixed-point system (docs/theory/bayes-optimal.md) replaces each unit's output channel by
 a Gaussian one (channel free entropy −½ ln(Δ + ε(q)), i.e. only the Hermite-kernel g_σ(q) of the
 output enters).  That is exact when every readout is small (v_i² → 0: the extensive regime), but a
 unit with v² = O(1) learned from n = O(d) samples is a generalised linear model, whose Bayes-optimal

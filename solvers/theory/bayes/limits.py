@@ -1,4 +1,4 @@
-"""d → ∞ forms (notes §5; the paper's Eqs. 41–46 as repaired), evaluated from derive.bayes.
+"""d → ∞ forms (the paper's Eqs. 41–46 as repaired), evaluated from derive.bayes.
 
 β > 1/2 (fixed α = n/d²):  k_c ≃ k̄ d^{1/(2β)},  ε ≃ ε̄ d^{1/(2β)−1},  q_i → φ(i/k_c),
     φ(x) = m_σ(λ_σ x^{−2β}) (φ(1) = q_σ, the learned-branch limit).
