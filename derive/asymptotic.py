@@ -28,7 +28,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .hierarchy import Hierarchy, SystemKey
-from .plateau import ansatz_map, assemble, linearisation_blocks, r, s, q, c, T, D
+from .plateau import ansatz_map, linearisation_blocks, r, s, q, c, T, D
 
 
 def prefactor(eta, M, T1=1):
@@ -43,12 +43,6 @@ def blocks(M, T1=1, order: int = 1):
     # next-level fixed-point profile: R^(l+1) = Q^(l+1) = T^(l+1) = T_{l+1} δ
     H = h((1, 0, 1, 0, 1, 0))
     return sp.simplify(Gn), sp.simplify(H)
-
-
-def asymptotic_matrix(M, T_levels, c_coeffs, eta=None, order: int = 1):
-    """The 4L x 4L matrix of Eq. (118) (prefactor included), variable-major (r, s, q, c)."""
-    Gn, H = blocks(M, T_levels[0], order)
-    return assemble(Gn, [(H, list(T_levels))], c_coeffs, eta)
 
 
 def G_paper(M, T1=1):

@@ -82,12 +82,6 @@ def g_closed(name: str):
     return sp.expand(kernel_raw(raw) - low_order_part(raw))
 
 
-def g_polynomial(mus, start: int = 3):
-    """g from explicit Hermite coefficients μ_start, μ_start+1, … (exact numbers)."""
-    return sum(sp.nsimplify(m) ** 2 / sp.factorial(start + j) * x ** (start + j)
-               for j, m in enumerate(mus))
-
-
 def k_star(mus, start: int = 0):
     """k⋆ = min{ℓ ≥ 1 : μ_ℓ ≠ 0} (None when all vanish)."""
     for j, m in enumerate(mus):
@@ -169,11 +163,6 @@ def refinement_law():
     """
     (sol,) = sp.solve(sp.Eq(eps, k * (Delta + eps) / s), eps)
     return sp.simplify(sol)
-
-
-def first_order_gap(g):
-    """1 − m(λ) ≃ 1/(λ g'(1)): from r(q) = λ with q → 1 (so λ g'(1)(1 − m) → 1)."""
-    return 1 / (lam * sp.diff(g, x).subs(x, 1))
 
 
 # ---- d → ∞ (Eqs. 41–46 as repaired) --------------------------------------------------------

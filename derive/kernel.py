@@ -87,12 +87,6 @@ def ek_learnability(lam_k=None):
     return learnability(lam_k, T / P)
 
 
-def ek_eps_g(n_modes=n):
-    """E_EK = Σ (1 − L)² c² + σ² Σ L²/P (eigenlearning with κ_S = T/P and 1/(1 − γ) → 1)."""
-    L = ek_learnability()
-    return sp.Sum((1 - L) ** 2 * c2[k], (k, 1, n_modes)) + sigma2 * sp.Sum(L ** 2, (k, 1, n_modes)) / P
-
-
 # ---- rank-d degenerate kernel -------------------------------------------------------------
 d, lam0, csq = sp.symbols("d lambda_0 C", positive=True)      # d modes of eigenvalue λ_0, ‖c‖² = C
 

@@ -86,14 +86,6 @@ def plateau_level1(M, T1, D1):
     return S1 / sp.sqrt(M * ((M - 1) * T1 - D1 + M)), S1 / (M * (1 + T1) - S1)
 
 
-def plateau_levels(M, T_levels, D_levels):
-    """R*^(l), Q*^(l) for the levels given (T_levels[j], D_levels[j] is level j+1)."""
-    R1, Q1 = plateau_level1(M, T_levels[0], D_levels[0])
-    S1 = T_levels[0] + D_levels[0]
-    return ([R1 * (t + d) / S1 for t, d in zip(T_levels, D_levels)],
-            [Q1 * (t + d) / S1 for t, d in zip(T_levels, D_levels)])
-
-
 def plateau_height(M, T1, D1):
     """ε_g* at the plateau (corrected Eq. 99)."""
     M, T1, D1 = map(sp.sympify, (M, T1, D1))
@@ -126,19 +118,6 @@ def escape_eigenvalue(eta, M, T1, D1, T2, D2):
 def tau_esc(eta, M, T1, D1, T2, D2):
     """τ_esc = 1/λ_esc (Eq. 116)."""
     return 1 / escape_eigenvalue(eta, M, T1, D1, T2, D2)
-
-
-def reduced_escape_matrix(eta, M, T1, D1, u_levels):
-    """L x L matrix of dρ^(l)/dα, l = 0..L-1: η g_r ũ e_1ᵀ with ũ_l = u_levels[l] (level l+1)."""
-    L = len(u_levels)
-    g = escape_prefactor(M, T1, D1)
-    return sp.Matrix(L, L, lambda i, j: sp.sympify(eta) * g * u_levels[i] if j == 1 % L else 0)
-
-
-def tau_esc_large(eta, M, T2):
-    """Leading large-M behaviour at D = 0: τ_esc → π M² (1+T_1)^(3/2) / (2 η T_2 T_1) with
-    T_1 = 1 (power-law normalisation) gives π 2^(1/2) M² / (η T_2) and T_2 ∝ L: τ ∝ M²/(ηL)."""
-    return sp.pi * sp.sqrt(2) * sp.sympify(M) ** 2 / (sp.sympify(eta) * T2)
 
 
 # -- linearisation on the four-parameter subspace: Kronecker structure ----------------------

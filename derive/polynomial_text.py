@@ -35,7 +35,28 @@ MAX_LENGTH = 2000
 
 
 class ActivationError(ValueError):
-    """An activation string that is not one of the allowed forms (message names the problem)."""
+    """An activation that is not one of the allowed forms, or one a theory does not cover (the
+    message names the problem).  The one such error of every layer: derive.family, the simulator
+    and the Bayes and one-step theories raise it."""
+
+
+def parse(spec) -> tuple:
+    """(kind, exact coefficients) of an activation string, the one reading both layers share:
+    ("erf", ()), ("relu", ()), ("linear", (0, 1)) (also for "x"), or ("poly", (c_0, c_1, ...))
+    with Fraction coefficients; ActivationError for anything else.
+
+    >>> parse(" 2*x/2 ")
+    ('linear', (Fraction(0, 1), Fraction(1, 1)))
+    """
+    if not isinstance(spec, str):
+        raise ActivationError(f"activation must be a string ({', '.join(NAMED)} or a polynomial "
+                              f"in x), got {spec!r}")
+    text = spec.strip()
+    if text in ("erf", "relu"):
+        return text, ()
+    coeffs = (Fraction(0), Fraction(1)) if text == "linear" \
+        else tuple(polynomial_coefficients(spec))
+    return ("linear", coeffs) if coeffs == (0, 1) else ("poly", coeffs)
 
 
 def polynomial_coefficients(spec: str) -> list:

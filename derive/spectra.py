@@ -81,11 +81,6 @@ class Spectrum:
         poly = sp.Poly(sp.prod([x - lam for lam in self.eigenvalues]), x)
         return tuple(reversed(poly.all_coeffs()))
 
-    def expected_teacher_levels(self, M: int, top: int | None = None):
-        """E[T^(l)] = δ_nm ν_l for l = 0..top (default L), as M x M SymPy matrices."""
-        top = self.L if top is None else top
-        return [sp.eye(M) * self.nu(l) for l in range(top + 1)]
-
 
 def power_law(L: int, beta) -> Spectrum:
     """λ_l = λ_+ / l^(1+β), l = 1..L, with λ_+ fixed by mean_l λ_l = 1 (Tr Σ = N).

@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 import solvers
+from compare_support import compared as compared_once, variant_spec
 from solvers.app.compare import deviation
 
 pytestmark = [pytest.mark.simulation]
@@ -61,22 +62,11 @@ SLOW = ("relu/erf", "relu/erf, noise, decay, batch 2")
 
 
 def spec(name, N, seeds=SEEDS):
-    model, training = VARIANTS[name]
-    return {"model": {"K": 2, "M": 2, **model},
-            "data": {"L": 4, "beta": 1.0, "N": N},
-            "training": {"eta": 0.5, "sigma_J": 0.1, "seed": seeds[0], **training},
-            "solve": {"alpha_max": 10, "n_points": 21, "spacing": "linear",
-                      "dps": "float64", "digits": 8},
-            "simulate": {"seeds": list(seeds), "n_jobs": 1}}
-
-
-_cache = {}
+    return variant_spec(*VARIANTS[name], N, seeds)
 
 
 def compared(name, N):
-    if (name, N) not in _cache:
-        _cache[name, N] = solvers.compare(spec(name, N))
-    return _cache[name, N]
+    return compared_once(spec(name, N))
 
 
 def _law(name, compare=None):

@@ -314,37 +314,10 @@ def test_derived_equations_match_monte_carlo_full(student, teacher, K, M, readou
 # -- label noise, weight decay, batch size ----------------------------------------------------
 
 def _linear_reference(lam, init, eta, noise, kappa, batch, order, alphas, dps=30):
-    """ε_g of linear K = M = 1 (v = u = 1) written out from the conventions (modes basis):
-    dR_k = η λ_k (T_k - R_k) - η κ R_k,
-    dQ_k = 2 η λ_k (R_k - Q_k) + e2 (η²/B) w_k λ_k [T_1 - 2 R_1 + Q_1 + noise] - 2 η κ Q_k,
-    integrated by mpmath's Taylor-series ODE solver (not the code under test)."""
-    with mpmath.workdps(dps):
-        L = len(lam)
-        lam = [mpmath.mpf(x) for x in lam]
-        w = [mpmath.mpf(1) / L] * L
-        eta, noise, kappa = (mpmath.mpf(x) for x in (eta, noise, kappa))
-        R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in init)
-        T1 = sum(l * t for l, t in zip(lam, T))
-        e2 = 1 if order == 2 else 0
-
-        def f(a, y):
-            R, Q = y[:L], y[L:]
-            R1 = sum(l * r for l, r in zip(lam, R))
-            Q1 = sum(l * q for l, q in zip(lam, Q))
-            dR = [eta * lam[k] * (T[k] - R[k]) - eta * kappa * R[k] for k in range(L)]
-            dQ = [2 * eta * lam[k] * (R[k] - Q[k])
-                  + e2 * eta**2 / batch * w[k] * lam[k] * (T1 - 2 * R1 + Q1 + noise)
-                  - 2 * eta * kappa * Q[k] for k in range(L)]
-            return dR + dQ
-
-        sol = mpmath.odefun(f, 0, R0 + Q0)
-        out = []
-        for a in alphas:
-            y = sol(mpmath.mpf(a))
-            R1 = sum(l * r for l, r in zip(lam, y[:L]))
-            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
-            out.append((T1 - 2 * R1 + Q1) / 2)
-        return out
+    """ε_g of linear K = M = 1 written out from the conventions (tests/ode_support.py)."""
+    from ode_support import linear_modes_eps
+    return linear_modes_eps(lam, init, alphas, lambda a: mpmath.mpf(eta), noise=noise,
+                            kappa=kappa, batch=batch, order=order, dps=dps)
 
 
 @pytest.mark.parametrize("basis", ["levels", "modes"])
@@ -380,6 +353,7 @@ def test_orthant_jets_match_derivatives_of_the_quadrature(cache):
     from solvers.core.registry import load
     from derive import spectra
     from fractions import Fraction
+    from ode_support import jets_on_random_path
     key = SystemKey("relu", 2, 2, teacher="erf")
     jets, mod = load(key, "taylor"), load(key, "mpmath")
     s = spectra.power_law(4, 1)
@@ -389,16 +363,11 @@ def test_orthant_jets_match_derivatives_of_the_quadrature(cache):
     order = 2      # coefficients 1, 2 exercise both terms of the recurrence (j = 1..k)
     with MpmathContext(30) as ctx:
         num = prob.numeric(ctx)
-        v0 = list(mod.closure(num.y_levels, num.c)[0])
-        rng = np.random.default_rng(1)
-        path = [v0] + [[mpmath.mpf(float(x)) / 50 for x in rng.standard_normal(len(v0))]
-                       for _ in range(order)]
-        t1 = list(num.T_levels[0])
-        state, out = jets.jets_start(path[0], t1, num.eta, ctx)
-        got = [out[i]] + [jets.jets_extend(state, path[k], k)[i] for k in range(1, order + 1)]
+        path, t1, jets_out = jets_on_random_path(jets, mod, num, ctx, order, 50)
+        got = [row[i] for row in jets_out]
 
         def f(tau):
-            v = [sum(path[k][j] * tau**k for k in range(order + 1)) for j in range(len(v0))]
+            v = [sum(path[k][j] * tau**k for k in range(order + 1)) for j in range(len(path[0]))]
             return mod.coefficients(v, t1, num.eta, ctx)[i]
         ref = mpmath.taylor(f, 0, order)
         assert "orthant4" in open(mod.module.__file__).read()

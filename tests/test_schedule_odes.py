@@ -53,36 +53,15 @@ def _linear_doc(schedule, basis, alphas, eta="0.3", **solve):
 
 
 def _power_reference(eta, a0, p, alphas, dps=30):
-    """ε_g of linear K = M = 1 (v = u = 1, order 2, B = 1) from the conventions, modes basis,
-    with η(α) = η (1 + α/α0)^(-p):
-    dR_k = η(α) λ_k (T_k - R_k),  dQ_k = 2 η(α) λ_k (R_k - Q_k) + η(α)² w_k λ_k (T_1 - 2 R_1 + Q_1),
-    integrated by mpmath.odefun (not the code under test)."""
-    with mpmath.workdps(dps):
-        L = len(LAM)
-        lam = [mpmath.mpf(x) for x in LAM]
-        w = [mpmath.mpf(1) / L] * L
-        eta, a0, p = (mpmath.mpf(Fraction(x).numerator) / Fraction(x).denominator
-                      for x in (eta, a0, p))
-        R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in INIT)
-        T1 = sum(l * t for l, t in zip(lam, T))
+    """ε_g of linear K = M = 1 (order 2, B = 1) with η(α) = η (1 + α/α0)^(-p), written out from
+    the conventions (tests/ode_support.py)."""
+    from ode_support import linear_modes_eps
 
-        def f(a, y):
-            e = eta * (1 + a / a0) ** (-p)
-            R, Q = y[:L], y[L:]
-            R1 = sum(l * r for l, r in zip(lam, R))
-            Q1 = sum(l * q for l, q in zip(lam, Q))
-            return ([e * lam[k] * (T[k] - R[k]) for k in range(L)]
-                    + [2 * e * lam[k] * (R[k] - Q[k]) + e**2 * w[k] * lam[k] * (T1 - 2 * R1 + Q1)
-                       for k in range(L)])
+    def mp(x):
+        return mpmath.mpf(Fraction(x).numerator) / Fraction(x).denominator
 
-        sol = mpmath.odefun(f, 0, R0 + Q0)
-        out = []
-        for a in alphas:
-            y = sol(mpmath.mpf(a))
-            R1 = sum(l * r for l, r in zip(lam, y[:L]))
-            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
-            out.append((T1 - 2 * R1 + Q1) / 2)
-        return out
+    return linear_modes_eps(LAM, INIT, alphas,
+                            lambda a: mp(eta) * (1 + a / mp(a0)) ** (-mp(p)), dps=dps)
 
 
 @pytest.mark.parametrize("basis", ["levels", "modes"])

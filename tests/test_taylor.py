@@ -18,6 +18,8 @@ from solvers.core.registry import load
 from solvers.hierarchy.odes import agreement_digits, estimated_dps, integrate_problem
 from solvers.integrators.taylor import TaylorSeries, _horner, taylor_order
 
+from ode_support import jets_on_random_path
+
 pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision, pytest.mark.second_basis]  # oracle (tests/conftest.py)
 
 
@@ -38,18 +40,12 @@ def test_jets_match_derivatives_of_the_generated_coefficients(key):
     order = 6
     with MpmathContext(60) as ctx:
         num = prob.numeric(ctx)
-        v0 = list(mod.closure(num.y_levels, num.c)[0])
-        rng = np.random.default_rng(1)
-        path = [v0] + [[mpmath.mpf(float(x)) / 10 for x in rng.standard_normal(len(v0))]
-                       for _ in range(order)]
-        t1 = list(num.T_levels[0])
-        state, out = jets.jets_start(path[0], t1, num.eta, ctx)
-        got = [list(out)] + [list(jets.jets_extend(state, path[k], k))
-                             for k in range(1, order + 1)]
+        path, t1, got = jets_on_random_path(jets, mod, num, ctx, order, 10)
 
         def component(i):
             def f(tau):
-                v = [sum(path[k][s] * tau**k for k in range(order + 1)) for s in range(len(v0))]
+                v = [sum(path[k][s] * tau**k for k in range(order + 1))
+                     for s in range(len(path[0]))]
                 # the outputs: a, f, then the label-noise coefficients
                 noise = mod.module.noise_coefficients(v, t1, ctx)[:len(mod.FN_INDEX)]
                 return (list(mod.coefficients(v, t1, num.eta, ctx)) + list(noise))[i]

@@ -367,22 +367,14 @@ SLOW = ("relu/erf, trained",)
 
 
 def _sim_spec(name, N, seeds=SEEDS):
+    from compare_support import variant_spec
     model, training = SIM_VARIANTS[name]
-    return {"model": {"K": 2, "M": 2, "readout": "trained", **model},
-            "data": {"L": 4, "beta": 1.0, "N": N},
-            "training": {"eta": 0.5, "sigma_J": 0.1, "seed": seeds[0], **training},
-            "solve": {"alpha_max": 10, "n_points": 21, "spacing": "linear",
-                      "dps": "float64", "digits": 8},
-            "simulate": {"seeds": list(seeds), "n_jobs": 1}}
-
-
-_compared = {}
+    return variant_spec({"readout": "trained", **model}, training, N, seeds)
 
 
 def _compare(name, N):
-    if (name, N) not in _compared:
-        _compared[name, N] = solvers.compare(_sim_spec(name, N))
-    return _compared[name, N]
+    from compare_support import compared
+    return compared(_sim_spec(name, N))
 
 
 def _law(name):

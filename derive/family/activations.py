@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.polynomial_text import MAX_DEGREE, NAMED, ActivationError, polynomial_coefficients
+from derive.polynomial_text import MAX_DEGREE, NAMED, ActivationError, parse  # noqa: F401
 
 X = sp.Symbol("x", real=True)
 
@@ -76,13 +76,6 @@ class Activation:
         if self.kind == "relu":
             return sp.Max(0, x)
         return sum((c * x**k for k, c in enumerate(self.coeffs)), sp.Integer(0))
-
-    def derivative_expr(self, x: sp.Expr = X) -> sp.Expr:
-        """g'(x) (ReLU: the step ``Heaviside(x)``)."""
-        if self.kind == "relu":
-            return sp.Heaviside(x)
-        t = sp.Dummy("t", real=True)
-        return sp.diff(self.expr(t), t).subs(t, x)
 
     def value_factor(self):
         """g as (polynomial coefficients, kind): g(x) = (sum c_k x^k) * kind(x)."""
@@ -132,15 +125,5 @@ def activation(spec) -> Activation:
     """
     if isinstance(spec, Activation):
         return spec
-    if not isinstance(spec, str):
-        raise ActivationError(f"activation must be a string (one of {NAMED} or a polynomial in x), "
-                              f"got {type(spec).__name__}")
-    text = spec.strip()
-    if text in NAMED:
-        return Activation("linear", (sp.Integer(0), sp.Integer(1))) if text == "linear" \
-            else Activation(text)
-    coeffs = tuple(sp.Rational(c.numerator, c.denominator)
-                   for c in polynomial_coefficients(spec))
-    if coeffs == (0, 1):
-        return Activation("linear", coeffs)
-    return Activation("poly", coeffs)
+    kind, coeffs = parse(spec)
+    return Activation(kind, tuple(sp.Rational(c.numerator, c.denominator) for c in coeffs))

@@ -212,12 +212,12 @@ def deviation(eps_theory, eps_runs, N: int) -> dict:
                          f"do not match (one theory, or one per run, on the same alpha)")
     if not np.all(th > 0):
         raise ValueError("eps_g of the theory must be > 0 for a relative deviation")
-    rel = (sims - th) / th
+    from solvers.app.deviation import rms_relative
     scale = SCALE_FACTOR / math.sqrt(N)
-    rms = float(np.sqrt(np.mean(rel ** 2)))
+    rms = rms_relative(sims, th)
     return {
         "rms_deviation": rms,
-        "rms_deviation_per_seed": np.sqrt(np.mean(rel ** 2, axis=1)).tolist(),
+        "rms_deviation_per_seed": rms_relative(sims, th, axis=1).tolist(),
         "rms_absolute": float(np.sqrt(np.mean((sims - th) ** 2))),
         "finite_size_scale": scale,
         "within": bool(rms <= scale),

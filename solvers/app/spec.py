@@ -486,21 +486,28 @@ def _init_value(v, label):
 _MAX_RUN_FILE = 1 << 28
 
 
+def _read_capped(path, cap: int, error, regular: bool = False) -> bytes:
+    """At most cap + 1 bytes of ``path`` (capped: /dev/zero would never end); ``error(message)``
+    is the exception raised when it cannot be read.  ``regular``: refuse a device or FIFO
+    up front (its read may block)."""
+    try:
+        if regular and Path(path).exists() and not Path(path).is_file():
+            raise error(f"{path} is not a regular file")
+        with open(path, "rb") as fh:
+            return fh.read(cap + 1)
+    except FileNotFoundError:
+        raise error(f"cannot read {path}: no such file") from None
+    except OSError as e:
+        raise error(f"cannot read {path}: {e.strerror or e}") from None
+
+
 def _init_from_run(path_text: str, spec_name: str) -> dict:
     """The [init.modes] table of a simulate JSON (``init.modes``), path relative to the spec."""
     label = f'[training] init = {{from = {_fmt(path_text)}}}'
     path = Path(path_text)
     if not path.is_absolute() and spec_name not in ("<spec>", ""):
         path = Path(spec_name).parent / path
-    try:
-        if path.exists() and not path.is_file():    # a device or FIFO (/dev/zero): endless
-            raise _Problem(f"{label}: {path} is not a regular file")
-        with open(path, "rb") as fh:
-            text = fh.read(_MAX_RUN_FILE + 1)
-    except FileNotFoundError:
-        raise _Problem(f"{label}: cannot read {path}: no such file") from None
-    except OSError as e:
-        raise _Problem(f"{label}: cannot read {path}: {e.strerror or e}") from None
+    text = _read_capped(path, _MAX_RUN_FILE, lambda m: _Problem(f"{label}: {m}"), regular=True)
     if len(text) > _MAX_RUN_FILE:
         raise _Problem(f"{label}: {path} is larger than 256 MiB")
     try:
@@ -864,13 +871,7 @@ def read_document(path) -> dict:
     name = str(path)
     if Path(path).suffix.lower() == ".json":
         return _spec_of_result(path)
-    try:
-        with open(path, "rb") as fh:        # capped: /dev/zero would never end
-            text = fh.read(_MAX_SPEC_FILE + 1)
-    except FileNotFoundError:
-        raise SpecError(f"{name}: cannot read {name}: no such file") from None
-    except OSError as e:
-        raise SpecError(f"{name}: cannot read {name}: {e.strerror or e}") from None
+    text = _read_capped(path, _MAX_SPEC_FILE, lambda m: SpecError(f"{name}: {m}"))
     if len(text) > _MAX_SPEC_FILE:
         raise SpecError(f"{name}: larger than {_MAX_SPEC_FILE >> 20} MiB: not a spec")
     try:
@@ -915,6 +916,16 @@ convert = SimpleNamespace(int=_int, bool=_bool, str=_str, float=_float, exact=_e
                           list_of=_list_of)
 check = SimpleNamespace(one_of=_one_of, ge=_ge, gt=_gt, each=_each, all=_all, rule=_rule,
                         distinct=_distinct, increasing=_increasing)
+
+
+def check_sections(doc: dict, allowed, required: str, *, name: str, why: str = "") -> None:
+    """SpecError unless every section of ``doc`` is in ``allowed`` and ``required`` is there
+    (``why`` follows the missing-section message)."""
+    for sec in doc:
+        if sec not in allowed:
+            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(allowed)})")
+    if required not in doc:
+        raise SpecError(f"{name}: missing section [{required}]{why}")
 
 
 def parse_section(doc: dict, sec: str, schema: dict, *, name: str = "<spec>") -> dict:

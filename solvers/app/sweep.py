@@ -342,7 +342,7 @@ def _run_locked(plan, scheduler, n_jobs, max_cells, progress) -> dict:
     skipped = len(plan.tasks) - len(pending)
     todo = pending if max_cells is None else pending[:max_cells]
     from solvers.app.sizing import sized, sweep_estimate
-    from solvers.sim.simulate import available_cpus
+    from solvers.core.cpus import available_cpus
     jobs = min(n_jobs or available_cpus(), max(len(todo), 1))
     sized(sweep_estimate([_cell(t) for t in todo], jobs), str(plan.path))   # before any cell
     from solvers.core.progress import Progress

@@ -173,19 +173,43 @@ def rhs(R, Q, T, lam, w, eta, e2=0.0, activation="erf"):
     return dR, dQ
 
 
-def eps_g(R1, Q1, T1, activation="erf"):
-    """ε_g from level-1 overlaps; leading batch axes of R1/Q1 broadcast (T1 (M, M))."""
-    K, M = R1.shape[-2:]
-    if activation == "linear":
-        tt, ss, sy = T1.sum(axis=(-2, -1)), Q1.sum(axis=(-2, -1)), R1.sum(axis=(-2, -1))
-        return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
-    check_activation(activation)
+def eps_g_of_I2(I2_tt, I2_ss, I2_st, R1, Q1, T1, v=None, u=None):
+    """ε_g = ½ ⟨(ζ − σ)²⟩ from level-1 overlaps, given the I2 of each pair of activations as
+    float64 functions f(C11, C12, C22) (teacher–teacher, student–student, student–teacher):
+
+        ε_g = ½ [ uᵀ I2_tt(T) u + vᵀ I2_ss(Q) v − 2 vᵀ I2_st(Q_ii, R_in, T_nn) u ].
+
+    The one ε_g of the project: the ODE routes (erf, linear: :func:`eps_g`) and the simulator's
+    family (any pair, any readouts: solvers.sim.family.eps_g) both call it.  v, u = None are the
+    paper's readouts √M/K and 1/√M, applied to the sums (uᵀ I u = Σ I / M, ...).  Leading batch
+    axes of R1, Q1 (and of v, e.g. a trained readout per α) broadcast; T1 is (M, M).
+    """
     dq = np.diagonal(Q1, axis1=-2, axis2=-1)
     dt = np.diagonal(T1, axis1=-2, axis2=-1)
-    tt = gauss.I2(dt[..., :, None], T1, dt[..., None, :]).sum(axis=(-2, -1))
-    ss = gauss.I2(dq[..., :, None], Q1, dq[..., None, :]).sum(axis=(-2, -1))
-    sy = gauss.I2(dq[..., :, None], R1, dt[..., None, :]).sum(axis=(-2, -1))
-    return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * sy / K)
+    Itt = I2_tt(dt[..., :, None], T1, dt[..., None, :])
+    Iss = I2_ss(dq[..., :, None], Q1, dq[..., None, :])
+    Ist = I2_st(dq[..., :, None], R1, dt[..., None, :])
+    if v is None and u is None:
+        K, M = R1.shape[-2:]
+        tt, ss, st = (I.sum(axis=(-2, -1)) for I in (Itt, Iss, Ist))
+        return 0.5 * (tt / M + ss * M / K ** 2 - 2.0 * st / K)
+    tt = np.einsum("...n,...nm,...m->...", u, Itt, u)
+    ss = np.einsum("...i,...ij,...j->...", v, Iss, v)
+    st = np.einsum("...i,...in,...n->...", v, Ist, u)
+    return 0.5 * (tt + ss - 2.0 * st)
+
+
+def _linear_I2(c11, c12, c22):
+    return c12
+
+
+def eps_g(R1, Q1, T1, activation="erf"):
+    """ε_g from level-1 overlaps at the paper's readouts (erf: the printed I2; linear: I2 = C12);
+    leading batch axes of R1/Q1 broadcast (T1 (M, M))."""
+    I2 = _linear_I2 if activation == "linear" else gauss.I2
+    if activation != "linear":
+        check_activation(activation)
+    return eps_g_of_I2(I2, I2, I2, R1, Q1, T1)
 
 
 # -- the generated modules' packed layout (for comparisons) ------------------------------------

@@ -16,6 +16,11 @@ import tempfile
 from pathlib import Path
 
 
+def dispatchers_of(namespace: dict) -> list:
+    """The numba dispatchers among a module's globals (``dispatchers_of(globals())``)."""
+    return [v for v in list(namespace.values()) if hasattr(v, "_cache") and hasattr(v, "py_func")]
+
+
 def drop_stale(module_name: str, dispatchers, dependencies) -> bool:
     """Flush the caches of ``dispatchers`` (njit functions with cache=True, all of module
     ``module_name``) if the files ``dependencies`` changed since they were cached; returns

@@ -264,19 +264,6 @@ class Progress:
         return Phase(self, label, total)
 
 
-class _Legacy:
-    """A plain ``tick(t)`` callable seen as a phase: ticks pass through, close does nothing."""
-
-    def __init__(self, tick):
-        self.tick = tick
-
-    def __call__(self, t):
-        self.tick(t)
-
-    def close(self, done: bool = False):
-        pass
-
-
 @contextlib.contextmanager
 def phase(progress, label: str, total):
     """``with phase(progress, "run 1/2 at 40 digits", alphas[-1]) as tick: run(progress=tick)``.

@@ -28,11 +28,8 @@ no reader ever sees a partial module, and a module that does not import is never
 """
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import importlib
 import importlib.util
-import sys
 import time
 from pathlib import Path
 
@@ -40,7 +37,8 @@ from derive import codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core import notices
-from solvers.core.cachedir import cache_dir
+from solvers.core.cachedir import cache_dir, import_path, lock
+from solvers.core.cachedir import derive_source_hash as _source_hash
 from solvers.core.codegen_time import JETS_SHARE, describe, estimate_seconds
 from solvers.core.numbers import Float64Context
 
@@ -89,18 +87,6 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
     return differing
 
 
-def _source_hash() -> str:
-    h = hashlib.sha256()
-    derive_dir = Path(codegen.__file__).parent
-    for name in ("codegen.py", "derivatives.py", "fastcse.py", "forward.py", "hierarchy.py",
-                 "integrals.py", "taylor.py", "keys.py", "substitute.py", "term_order.py",
-                 "long_sums.py"):
-        h.update((derive_dir / name).read_bytes())
-    for path in sorted((derive_dir / "family").glob("*.py")):     # the family's integrals
-        h.update(path.read_bytes())
-    return h.hexdigest()[:12]
-
-
 _loaded: dict = {}
 
 # the context a system's functions use when the caller passes none: float64 for "numpy";
@@ -120,11 +106,7 @@ def load(key: SystemKey, target: str):
     if key in CHECKED_IN:
         module = importlib.import_module(f"solvers.generated.{name}")
     else:
-        path = cached_module(key, target)
-        spec = importlib.util.spec_from_file_location(f"scaling_odes_cache.{name}", path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+        module = import_path(cached_module(key, target), name)
     if target == "taylor":
         _loaded[key, target] = module
         return module
@@ -141,27 +123,8 @@ def _say(text: str) -> None:
     notices.say(text)
 
 
-@contextlib.contextmanager
 def _lock(path: Path, waiting: str):
-    """An exclusive lock on ``path`` (created); ``waiting`` is printed when another process
-    holds it.  Without fcntl (not POSIX) no lock: the atomic writes alone keep readers safe,
-    at the price of generating twice."""
-    try:
-        import fcntl
-    except ImportError:                         # pragma: no cover - non-POSIX
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            _say(waiting)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return lock(path, waiting, _say)
 
 
 def cached_module(key: SystemKey, target: str) -> Path:

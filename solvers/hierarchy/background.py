@@ -27,18 +27,13 @@ import signal
 import sys
 import threading
 
+from solvers.core.cpus import available_cpus
+
 SERIAL_ENV = "SCALING_ODES_SERIAL"
 
 
 class ChildDied(RuntimeError):
     """The child ended without sending a result (killed, or out of memory)."""
-
-
-def available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def parallel_allowed() -> bool:

@@ -236,24 +236,13 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
                                         jet_dps=short_dps(rtol, ctx.dps), progress=progress,
                                         stats=counts, monitor=monitor,
                                         schedule=None if problem.autonomous else problem.schedule)
-
-            flat = _by_pieces(problem, num, set_rates, piece,
-                              [_exact_alpha(a) for a in alphas], start, stats)
-            states = [unpack(s) for s in flat]
-            readouts = []
-            if trained:
-                states, readouts = [s for s, _ in states], [v for _, v in states]
-            eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M, readouts)
-            stats["wall_s"] = time.perf_counter() - started
-            return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats,
-                              states, readouts)
-        # ---------------------------------------------------------------------------------------
-        try:
+        else:
             def piece(points, y, counts):
                 return integrate(fun, points, y, ctx=ctx, rtol=rtol, atol=atol,
                                  progress=progress, stats=counts, scalar_dps=short,
                                  monitor=monitor)
-
+        # ---------------------------------------------------------------------------------------
+        try:
             flat = _by_pieces(problem, num, set_rates, piece,
                               [_exact_alpha(a) for a in alphas], start, stats)
         except IntegrationError as exc:

@@ -34,6 +34,20 @@ GUARD_BITS = 8
 _LOG2_10 = math.log2(10.0)
 
 
+def start_jets(jets, rhs, v1, short):
+    """(order-0 coefficients, jet state) of the printed jets at the level-1 values v1, run by
+    ``short`` (the integrator's runner at the scalar precision); both Taylor routes start so."""
+    state_out = {}
+
+    def start():
+        st, out0 = jets.jets_start([+x for x in v1], rhs.t1, rhs.eta, rhs.ctx)
+        state_out["state"] = st
+        return out0
+
+    co = short(start)
+    return co, state_out["state"]
+
+
 def _finite(x):
     """A non-finite coefficient means the working precision was too small (the closure's
     cancellation overflowed the series): the breakdown the precision policy reacts to."""
@@ -127,15 +141,7 @@ class FixedPointSeries:
         Yt = fmpz_mat(L, n, [_floor_scaled(x, units[r]) for r, row in enumerate(Y0.mid().tolist())
                              for x in row])
         v1 = list(rhs.level_one(Y0))
-        state_out = {}
-
-        def start():
-            st, out0 = self.jets.jets_start([+x for x in v1], rhs.t1, rhs.eta, rhs.ctx)
-            state_out["state"] = st
-            return out0
-
-        co = self.short(start)
-        state = state_out["state"]
+        co, state = start_jets(self.jets, rhs, v1, self.short)
         # unit of A_s: its largest order-0 entry keeps a_bits bits; A_t and f share the unit
         # of a product (δ + f) so that every term of Ŝ has the row unit u_r + δ + f + σ k
         tops = [t for t in (_top_bit(co[k]) for k, _, _ in rhs._state_entries) if t is not None]

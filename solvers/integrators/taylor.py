@@ -144,16 +144,9 @@ class TaylorSeries:
         """[Y_0, ..., Y_order] for the state Y0 at α = ``t`` (exact; used by a schedule only)."""
         rhs = self.rhs
         v1 = self._v1(Y0)
-        state_out = {}
-
-        def start():
-            st, out0 = self.jets.jets_start([+x for x in v1], rhs.t1, rhs.eta, rhs.ctx)
-            state_out["state"] = st
-            return out0
-
-        co = self._short(start)
+        from solvers.integrators.fixed_series import start_jets
+        co, state = start_jets(self.jets, rhs, v1, self._short)
         mats = [rhs._matrices(co)]
-        state = state_out["state"]
         nr = getattr(rhs, "n_readout", 0)
         # a trained readout: the jets' last N_READOUT outputs are the rates (module docstring)
         rates = [co[len(co) - nr:]] if nr else None

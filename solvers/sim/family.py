@@ -36,7 +36,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from derive.polynomial_text import NAMED, ActivationError, polynomial_coefficients
+from derive.polynomial_text import ActivationError, parse
 
 __all__ = ["Activation", "parse_activation", "NORMALISATIONS", "readouts", "Schedule",
            "Family", "pair_I2", "eps_g"]
@@ -111,25 +111,14 @@ def parse_activation(spec) -> Activation:
     """
     if isinstance(spec, Activation):
         return spec
-    if not isinstance(spec, str):
-        raise ValueError(f"activation must be a string ({', '.join(NAMED)} or a polynomial in "
-                         f"x), got {spec!r}")
-    text = spec.strip()
-    if text == "erf":
-        return Activation(ACT_ERF, (), "erf")
-    if text == "relu":
-        return Activation(ACT_RELU, (), "relu")
-    if text == "linear":
-        return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
-    c = polynomial_coefficients(spec)
-    if len(c) == 1:
+    kind, c = parse(spec)
+    if kind == "poly" and len(c) == 1:
         raise ActivationError(
             f"activation {spec!r}: it is the constant {c[0]}, whose derivative vanishes (a "
             "student of it gets no gradient, a teacher of it is a constant); use erf, linear, "
             "relu or a polynomial of degree >= 1")
-    if tuple(c) == (0, 1):
-        return Activation(ACT_LINEAR, (Fraction(0), Fraction(1)), "linear")
-    return Activation(ACT_POLY, tuple(c), text)
+    code = {"erf": ACT_ERF, "relu": ACT_RELU, "linear": ACT_LINEAR, "poly": ACT_POLY}[kind]
+    return Activation(code, c, spec.strip() if kind == "poly" else kind)
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,10 +342,10 @@ def family(K, M, *, activation=None, student_activation=None, teacher_activation
 # --------------------------------------------------------------------------------------------
 
 def _closed_I2(a: str, b: str):
-    """Hand-written float64 I2 of the erf / linear pairs (no SymPy), or None."""
+    """float64 I2 of the erf / linear pairs without SymPy (erf-erf: the printed one), or None."""
     if (a, b) == ("erf", "erf"):
-        return lambda c11, c12, c22: (2 / np.pi) * np.arcsin(
-            c12 / np.sqrt((1 + c11) * (1 + c22)))
+        from solvers.generated.gaussian_erf_numpy import I2     # the printed closed form
+        return I2
     if (a, b) == ("linear", "linear"):
         return lambda c11, c12, c22: c12 + 0.0 * (c11 + c22)
     if (a, b) == ("erf", "linear"):          # <erf(z1/sqrt2) z2> = sqrt(2/pi) C12 / sqrt(1 + C11)
@@ -364,20 +353,6 @@ def _closed_I2(a: str, b: str):
     if (a, b) == ("linear", "erf"):
         return lambda c11, c12, c22: _SQRT_2_OVER_PI * c12 / np.sqrt(1 + c22) + 0.0 * c11
     return None
-
-
-def _derive_sources_hash() -> str:
-    """Hash of derive/family/*.py and derive/integrals.py: a changed derivation regenerates the
-    cached I2 modules."""
-    import hashlib
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2] / "derive"
-    h = hashlib.sha256()
-    for p in sorted([*(root / "family").glob("*.py"), root / "integrals.py"]):
-        if p.exists():
-            h.update(p.name.encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()[:16]
 
 
 def _I2_source(a: str, b: str) -> str:
@@ -412,20 +387,14 @@ def _I2_source(a: str, b: str) -> str:
 def _lambdified_I2(a: str, b: str):
     """derive.family.I2(a, b) as a NumPy function of (C11, C12, C22).
 
-    Printed once into a module under $SCALING_ODES_CACHE/family_I2/ (keyed by the pair and the
-    derivation's sources), then imported: SymPy runs only the first time a pair is met on a
-    machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
+    Printed once into the cache of generated code (solvers.core.cachedir, keyed by the pair
+    and the derivation's sources), then imported: SymPy runs only the first time a pair is met
+    on a machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
     import hashlib
-    import importlib.util
-    from solvers.core.cachedir import cache_dir
-    key = hashlib.sha256(f"{a}\0{b}\0{_derive_sources_hash()}".encode()).hexdigest()[:20]
-    path = cache_dir() / "family_I2" / f"I2_{key}.py"
-    if not path.exists():
-        from derive.codegen import write_atomic     # atomic, and imported before it is cached
-        write_atomic(path, _I2_source(a, b), verify=f"I2 of the pair ({a}, {b})")
-    spec = importlib.util.spec_from_file_location(f"_family_I2_{key}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from solvers.core.cachedir import printed_module
+    tag = hashlib.sha256(f"{a}\0{b}".encode()).hexdigest()[:20]
+    mod = printed_module(f"family_I2_{tag}", lambda: _I2_source(a, b),
+                         f"I2 of the pair ({a}, {b})")
     g = mod.I2
     if not mod.USES_RHO:
         return lambda x, y, z: g(x, y, z) + 0.0 * (x + y + z)    # broadcast constants
@@ -476,14 +445,7 @@ def eps_g(student, teacher, v, u, R1, Q1, T1):
     eps_g = 1/2 [ u^T I2_tt(T) u + v^T I2_ss(Q) v - 2 v^T I2_st(Q_ii, R_in, T_nn) u ];
     leading axes of R1, Q1 (and of v, for a trained readout recorded per alpha) broadcast.
     """
+    from solvers.core.modes_kernel import eps_g_of_I2      # the one ε_g of level-1 overlaps
     s, t = parse_activation(student), parse_activation(teacher)
     R1, Q1, T1, v, u = (np.asarray(a, dtype=np.float64) for a in (R1, Q1, T1, v, u))
-    dq = np.diagonal(Q1, axis1=-2, axis2=-1)
-    dt = np.diagonal(T1, axis1=-2, axis2=-1)
-    Itt = pair_I2(t, t)(dt[..., :, None], T1, dt[..., None, :])
-    Iss = pair_I2(s, s)(dq[..., :, None], Q1, dq[..., None, :])
-    Ist = pair_I2(s, t)(dq[..., :, None], R1, dt[..., None, :])
-    tt = np.einsum("...n,...nm,...m->...", u, Itt, u)
-    ss = np.einsum("...i,...ij,...j->...", v, Iss, v)
-    st = np.einsum("...i,...in,...n->...", v, Ist, u)
-    return 0.5 * (tt + ss - 2.0 * st)
+    return eps_g_of_I2(pair_I2(t, t), pair_I2(s, s), pair_I2(s, t), R1, Q1, T1, v, u)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.numba_cache import drop_stale
+from solvers.core.numba_cache import dispatchers_of, drop_stale
 from solvers.sim.kernels import _dot_simd, _draw
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -55,6 +55,18 @@ def _gprime(code, dc, x):
     for k in range(dc.shape[0] - 1, -1, -1):
         r = r * x + dc[k]
     return r
+
+
+@njit(cache=True, nogil=True, inline="always")     # inlined: no call per sample in the loops
+def _clean_error(v, u, x, y, sc, scf, tc, tcf):
+    """zeta - sigma of one sample from its fields x (student), y (teacher), before label noise."""
+    sig = 0.0
+    for i in range(x.shape[0]):
+        sig += v[i] * _g(sc, scf, x[i])
+    zeta = 0.0
+    for n in range(y.shape[0]):
+        zeta += u[n] * _g(tc, tcf, y[n])
+    return zeta - sig
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc"})
@@ -101,13 +113,7 @@ def family_steps(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, eta_v,
                 x[i] = _dot_simd(J[i], z) * isq
             for n in range(M):
                 y[n] = _dot_simd(B[n], z) * isq
-            sig = 0.0
-            for i in range(K):
-                sig += v[i] * _g(sc, scf, x[i])
-            zeta = 0.0
-            for n in range(M):
-                zeta += u[n] * _g(tc, tcf, y[n])
-            delta = zeta - sig
+            delta = _clean_error(v, u, x, y, sc, scf, tc, tcf)
             if has_noise:
                 delta += noise[t * bsz + mu]
             if not math.isfinite(delta):
@@ -169,15 +175,10 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
     for t in range(etas.shape[0]):
         eta = etas[t]
         d = 1.0 - eta * kappa / N
-        sig = 0.0
         for i in range(K):
             if not math.isfinite(x[i]):
                 return t
-            sig += v[i] * _g(sc, scf, x[i])
-        zeta = 0.0
-        for n in range(M):
-            zeta += u[n] * _g(tc, tcf, y[n])
-        delta = zeta - sig
+        delta = _clean_error(v, u, x, y, sc, scf, tc, tcf)
         if has_noise:
             delta += noise[t]
         if not math.isfinite(delta):
@@ -202,14 +203,9 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
     return -1
 
 
-def _dispatchers():
-    return [v for v in globals().values() if hasattr(v, "_cache") and hasattr(v, "py_func")]
+# ... and kernels.py's helpers, with normals.py's functions and tables in them.
+from solvers.generated import normal_f32 as _f32  # noqa: E402
+from solvers.sim import kernels as _kernels, normals as _normals, streams as _streams  # noqa: E402
 
-
-def _dependencies():
-    from solvers.generated import normal_f32
-    from solvers.sim import kernels, normals, streams
-    return [kernels.__file__, normals.__file__, streams.__file__, normal_f32.__file__]
-
-
-drop_stale("family_kernels", _dispatchers(), _dependencies())
+drop_stale("family_kernels", dispatchers_of(globals()),
+           [_kernels.__file__, _normals.__file__, _streams.__file__, _f32.__file__])

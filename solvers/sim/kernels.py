@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.numba_cache import drop_stale
+from solvers.core.numba_cache import dispatchers_of, drop_stale
 from solvers.sim.normals import fill_normals, fill_normals_f32
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -236,14 +236,8 @@ def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, col
 
 
 # The cached kernels above have normals.py's functions and tables compiled into them.
-def _dispatchers():
-    return [v for v in globals().values() if hasattr(v, "_cache") and hasattr(v, "py_func")]
+from solvers.generated import normal_f32 as _f32  # noqa: E402
+from solvers.sim import normals as _normals, streams as _streams  # noqa: E402
 
-
-def _dependencies():
-    from solvers.generated import normal_f32
-    from solvers.sim import normals, streams
-    return [normals.__file__, streams.__file__, normal_f32.__file__]
-
-
-drop_stale("kernels", _dispatchers(), _dependencies())
+drop_stale("kernels", dispatchers_of(globals()),
+           [_normals.__file__, _streams.__file__, _f32.__file__])

@@ -102,6 +102,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from solvers.core import initial
+from solvers.core.cpus import available_cpus   # public here too (the sizing model imports it)
 from solvers.sim import family as fam
 from solvers.sim.divergence import DivergenceCheck
 from solvers.sim.streams import seed_state
@@ -618,7 +619,7 @@ def _threads(st: _Setup, threads):
     N >= _TWO_THREAD_MIN_N."""
     if threads is not None:
         return threads
-    from solvers.hierarchy.background import available_cpus, parallel_allowed
+    from solvers.hierarchy.background import parallel_allowed
     if st.N < _TWO_THREAD_MIN_N[st.generator] or not parallel_allowed():
         return 1
     return 2 if _load_average() <= available_cpus() - _IDLE_CPU_MARGIN else 1
@@ -943,39 +944,63 @@ def naive_simulate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, b
     sqN, sqM = math.sqrt(st.N), math.sqrt(st.M)
 
     T1 = level1(B, B)
-    R1s, Q1s, holdout, modes = [], [], ([] if st.eps_holdout else None), None
+    R1s, Q1s, holdout, kept = [], [], ([] if st.eps_holdout else None), {"modes": None}
+
+    def step(done):
+        xi, x, y = _naive_sample(st, draw, J, B, W, done)
+        delta = g(y).sum() / sqM - g(x).sum() * sqM / st.K
+        grad = xi * mask if W is None else P @ xi
+        J[...] += np.outer(st.eta * sqM / st.K * delta * gp(x), grad / sqN)
+
+    def record(target):
+        R1s.append(level1(J, B))
+        Q1s.append(level1(J, J))
+        kept["modes"] = _record_modes(st, target, J if W is None else J @ W, Bt0, kept["modes"])
+        if holdout is not None:
+            holdout.append(_holdout_eps(st, g_hold, *_eigen_weights(J, B, W), scale))
+
+    rate, cpu_rate = _naive_loop(st, progress, step, record)
+    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
+    res.modes = kept["modes"]
+    res.steps_per_cpu_second = cpu_rate
+    return res
+
+
+def _naive_sample(st: _Setup, draw, J, B, W, done):
+    """One fresh input xi (original basis) and its fields x = J xi / sqrt(N), y = B xi / sqrt(N);
+    a non-finite student field ends the run (step ``done``)."""
+    zt = draw()
+    xi = zt if W is None else W @ zt
+    x = J @ xi / math.sqrt(st.N)
+    if not np.all(np.isfinite(x)):
+        raise DivergenceCheck.non_finite(st, done)
+    return xi, x, B @ xi / math.sqrt(st.N)
+
+
+def _eigen_weights(J, B, W):
+    """Student and teacher weights in the eigenbasis of the input covariance."""
+    return (J, B) if W is None else (J @ W, B @ W)
+
+
+def _naive_loop(st: _Setup, progress, step, record):
+    """The naive simulators' outer loop: ``step(done)`` makes SGD step ``done``,
+    ``record(target)`` runs at each recorded step (st.steps).  Returns the steps per second and per CPU second of
+    the stepping alone.  Overflow is reported once, as FloatingPointError by the divergence
+    check, not as a stream of NumPy warnings."""
     done, stepping_time, stepping_cpu = 0, 0.0, 0.0
-    # Overflow is reported once, as FloatingPointError, not as a stream of NumPy warnings.
     with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
                                                                     invalid="ignore"):
         for target in st.steps:
             t0, c0 = time.perf_counter(), _thread_time()
             while done < target:
-                zt = draw()
-                xi = zt if W is None else W @ zt
-                x = J @ xi / sqN
-                if not np.all(np.isfinite(x)):
-                    raise DivergenceCheck.non_finite(st, done)
-                y = B @ xi / sqN
-                delta = g(y).sum() / sqM - g(x).sum() * sqM / st.K
-                grad = xi * mask if W is None else P @ xi
-                J += np.outer(st.eta * sqM / st.K * delta * gp(x), grad / sqN)
+                step(done)
                 done += 1
             stepping_time += time.perf_counter() - t0
             stepping_cpu += _thread_time() - c0
             bar.update(int(target) - bar.n)
-            R1s.append(level1(J, B))
-            Q1s.append(level1(J, J))
-            modes = _record_modes(st, target, J if W is None else J @ W, Bt0, modes)
-            if holdout is not None:
-                Jtil = J if W is None else J @ W
-                Btil = B if W is None else B @ W
-                holdout.append(_holdout_eps(st, g_hold, Jtil, Btil, scale))
-    rate = done / stepping_time if stepping_time > 0 else float("nan")
-    res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W)
-    res.modes = modes
-    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
-    return res
+            record(target)
+    return (done / stepping_time if stepping_time > 0 else float("nan"),
+            done / stepping_cpu if stepping_cpu > 0 else float("nan"))
 
 
 def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1, Sigma, P,
@@ -990,66 +1015,45 @@ def _naive_family(st: _Setup, progress, J, B, W, Jt0, Bt0, draw, g_hold, level1,
     sqrt_noise = math.sqrt(f.noise)
     v = f.v.copy()
     T1 = level1(B, B)
-    R1s, Q1s, vs, holdout, modes = [], [], [], ([] if st.eps_holdout else None), None
-    done, stepping_time, stepping_cpu = 0, 0.0, 0.0
-    with _progress_bar(progress, st.steps[-1]) as bar, np.errstate(over="ignore",
-                                                                    invalid="ignore"):
-        for target in st.steps:
-            t0, c0 = time.perf_counter(), _thread_time()
-            while done < target:
-                eta_t = float(f.schedule.etas_of_steps(st.eta, st.N, done, 1)[0])
-                G = np.zeros_like(J)
-                dv = np.zeros(st.K)
-                for _ in range(f.batch_size):
-                    zt = draw()
-                    xi = zt if W is None else W @ zt
-                    x = J @ xi / sqN
-                    if not np.all(np.isfinite(x)):
-                        raise DivergenceCheck.non_finite(st, done)
-                    y = B @ xi / sqN
-                    label = f.u @ f.teacher(y)
-                    if f.noise > 0:
-                        label += sqrt_noise * g_noise.standard_normal()
-                    delta = label - v @ f.student(x)
-                    grad = xi * mask if W is None else P @ xi
-                    G += np.outer(eta_t / f.batch_size * v * delta * f.student.prime(x),
-                                  grad / sqN)
-                    dv += delta * f.student(x)
-                if f.weight_decay:
-                    J -= (eta_t * f.weight_decay / st.N) * (J * mask if W is None else J @ P)
-                J += G
-                if f.trained:
-                    v = (v * (1 - f.eta_readout * f.weight_decay_readout / st.N)
-                         + f.eta_readout / (st.N * f.batch_size) * dv)
-                done += 1
-            stepping_time += time.perf_counter() - t0
-            stepping_cpu += _thread_time() - c0
-            bar.update(int(target) - bar.n)
-            R1s.append(level1(J, B))
-            Q1s.append(level1(J, J))
-            modes = _record_modes(st, target, J if W is None else J @ W, Bt0, modes)
-            vs.append(v.copy())
-            if holdout is not None:
-                Jtil = J if W is None else J @ W
-                Btil = B if W is None else B @ W
-                holdout.append(_holdout_eps(st, g_hold, Jtil, Btil, scale, v))
-    rate = done / stepping_time if stepping_time > 0 else float("nan")
+    R1s, Q1s, vs, holdout = [], [], [], ([] if st.eps_holdout else None)
+    kept = {"modes": None}
+
+    def step(done):
+        nonlocal v
+        eta_t = float(f.schedule.etas_of_steps(st.eta, st.N, done, 1)[0])
+        G = np.zeros_like(J)
+        dv = np.zeros(st.K)
+        for _ in range(f.batch_size):
+            xi, x, y = _naive_sample(st, draw, J, B, W, done)
+            label = f.u @ f.teacher(y)
+            if f.noise > 0:
+                label += sqrt_noise * g_noise.standard_normal()
+            delta = label - v @ f.student(x)
+            grad = xi * mask if W is None else P @ xi
+            G += np.outer(eta_t / f.batch_size * v * delta * f.student.prime(x), grad / sqN)
+            dv += delta * f.student(x)
+        if f.weight_decay:
+            J[...] -= (eta_t * f.weight_decay / st.N) * (J * mask if W is None else J @ P)
+        J[...] += G
+        if f.trained:
+            v = (v * (1 - f.eta_readout * f.weight_decay_readout / st.N)
+                 + f.eta_readout / (st.N * f.batch_size) * dv)
+
+    def record(target):
+        R1s.append(level1(J, B))
+        Q1s.append(level1(J, J))
+        kept["modes"] = _record_modes(st, target, J if W is None else J @ W, Bt0, kept["modes"])
+        vs.append(v.copy())
+        if holdout is not None:
+            holdout.append(_holdout_eps(st, g_hold, *_eigen_weights(J, B, W), scale, v))
+
+    rate, cpu_rate = _naive_loop(st, progress, step, record)
     res = _result(st, R1s, Q1s, T1, init_modes, rate, holdout, J if W is None else J @ W,
                   vs if f.trained else None)
-    res.modes = modes
-    res.steps_per_cpu_second = done / stepping_cpu if stepping_cpu > 0 else float("nan")
+    res.modes = kept["modes"]
+    res.steps_per_cpu_second = cpu_rate
     res.kernel = "numpy"
     return res
-
-
-def _available_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-available_cpus = _available_cpus   # the public name (solvers.app.sweep uses it)
 
 
 def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
@@ -1069,7 +1073,7 @@ def simulate_many(seeds, n_jobs=None, **kwargs) -> list[SimulationResult]:
         _positive_int("seed", s, minimum=0)
     if "seed" in kwargs:
         raise ValueError("pass seeds as the first argument, not seed=")
-    n_jobs = _available_cpus() if n_jobs is None else _positive_int("n_jobs", n_jobs)
+    n_jobs = available_cpus() if n_jobs is None else _positive_int("n_jobs", n_jobs)
     n_jobs = min(n_jobs, len(seeds))
     progress = bool(kwargs.pop("progress", False))
     threads = kwargs.pop("threads", 1)   # per seed: the parallelism is over seeds

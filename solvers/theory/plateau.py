@@ -212,11 +212,6 @@ def jacobian_modes(fp: FixedPoint, ctx):
     return mod.jac_modes(fp.y_modes, fp.T_modes, fp.lam, fp.w, fp.eta, fp.e2, ctx)
 
 
-def jacobian_levels(fp: FixedPoint, ctx):
-    mod = load(SystemKey("erf", fp.M, fp.M), "mpmath")
-    return mod.jac_levels(fp.y_levels, fp.T_levels, fp.c, fp.nu, fp.eta, fp.e2, ctx)
-
-
 def escape_rate(fp: FixedPoint) -> float:
     """Largest real part among the eigenvalues of the generated Jacobian (modes, float64)."""
     mod = load(SystemKey("erf", fp.M, fp.M), "numpy")

@@ -88,14 +88,21 @@ def _readout_numbers(key):
     return vals[:key.K], vals[key.K:]
 
 
-def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
-    """None when the variant has a symmetric plateau to look for, else the reason (one line)."""
+def _not_autonomous(trained, schedule) -> str | None:
+    """Why neither linearisation applies to a moving readout or a schedule (None otherwise)."""
     if trained:
         return ('[model] readout = "trained": the readouts move too; the linearisations are '
                 'for fixed readouts')
     if schedule is not None:
         return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
                 "has no fixed point")
+    return None
+
+
+def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
+    """None when the variant has a symmetric plateau to look for, else the reason (one line)."""
+    if (why := _not_autonomous(trained, schedule)):
+        return why
     if key.K < 2:
         return ("K = 1: every state has all students equal, so the equal-students fixed point "
                 "is where the student converges, not a plateau")
@@ -119,12 +126,8 @@ def plateau_refusal(key, *, trained=False, schedule=None) -> str | None:
 def asymptotic_refusal(key, *, trained=False, schedule=None, moved=False) -> str | None:
     """None when the asymptotic linearisation may be looked for, else the reason.  ``moved``:
     weight decay, or label noise at order 2 (the fixed point leaves R = Q = T)."""
-    if trained:
-        return ('[model] readout = "trained": the readouts move too; the linearisations are '
-                'for fixed readouts')
-    if schedule is not None:
-        return ("[training] schedule: eta changes with alpha, the ODE is not autonomous and "
-                "has no fixed point")
+    if (why := _not_autonomous(trained, schedule)):
+        return why
     if key.student == "linear" and key.K >= 2:
         return (f"linear students with K = {key.K} >= 2: the output depends on sum_i v_i J_i "
                 f"only, the minima form a continuum and the Jacobian is singular there (no "
@@ -166,6 +169,14 @@ def symmetric_teacher_modes(M, teacher):
         np.fill_diagonal(m, Fraction(t))
         rows.append(m[iu])
     return np.array(rows, dtype=object)
+
+
+def _setup(problem, T_packed, ctx, key=None):
+    """The generated system of ``problem`` (or of ``key``, e.g. its equal-students reduction)
+    at the teacher T_packed, in ctx."""
+    return Setup.build(problem.key if key is None else key, problem.spectrum, T_packed,
+                       problem.eta, problem.order, ctx, noise=problem.noise,
+                       decay=problem.weight_decay, batch_size=problem.batch_size)
 
 
 def _teacher_matrices(T_packed, M):
@@ -261,9 +272,7 @@ def plateau_numeric(problem, T_packed, dps: int = 30, digits: int = 20, starts=N
 
     def compute(d):
         with MpmathContext(d) as ctx:
-            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
-                             noise=problem.noise, decay=problem.weight_decay,
-                             batch_size=problem.batch_size)
+            st = _setup(problem, T_packed, ctx, key)
             emb = equal_students(st.K, st.M, st.L, st.n)
             tries = [memo["x"]] if "x" in memo else starts
             err = None
@@ -366,9 +375,7 @@ def asymptotic_numeric(problem, y_ode, perm, dps: int = 30, digits: int = 20,
 
     def compute(d):
         with MpmathContext(d) as ctx:
-            st = Setup.build(key, problem.spectrum, T_packed, problem.eta, problem.order, ctx,
-                             noise=problem.noise, decay=problem.weight_decay,
-                             batch_size=problem.batch_size)
+            st = _setup(problem, T_packed, ctx, key)
             emb = full_state(st.L, st.n)
             y0 = np.array([[ctx.convert(v) for v in row] for row in start], dtype=object)
             try:
@@ -449,9 +456,7 @@ def _regular_at(problem, T_packed, y) -> bool:
     """Whether the generated right-hand side can be evaluated at the exact state y (ReLU
     integrals are singular where two fields coincide)."""
     with MpmathContext(20) as ctx:
-        st = Setup.build(problem.key, problem.spectrum, T_packed, problem.eta, problem.order,
-                         ctx, noise=problem.noise, decay=problem.weight_decay,
-                         batch_size=problem.batch_size)
+        st = _setup(problem, T_packed, ctx)
         try:
             st.jac(np.array([[ctx.convert(v) for v in row] for row in y], dtype=object))
         except (ZeroDivisionError, ValueError):

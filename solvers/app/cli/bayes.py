@@ -100,15 +100,12 @@ def load(path):
 
 def load_document(doc: dict, name: str):
     """`load` of an already-read TOML document (a dict); ``name`` starts the messages."""
-    from solvers.app.spec import SpecError
+    from solvers.app.spec import SpecError, check_sections
     from solvers.app.validate import time_limit, _hours
     from solvers.theory.bayes import Setup
-    for sec in doc:
-        if sec != "bayes":
-            raise SpecError(f"{name}: unknown section [{sec}] (allowed: bayes)")
-    if "bayes" not in doc:
-        raise SpecError(f"{name}: missing section [bayes] (the Bayes-optimal baseline reads "
-                        f"only [bayes]; every key has a default, but the section must be there)")
+    check_sections(doc, ("bayes",), "bayes", name=name,
+                   why=" (the Bayes-optimal baseline reads only [bayes]; every key has a "
+                       "default, but the section must be there)")
     sec = parse_section(doc, "bayes", SCHEMA, name=name)
     raw = doc["bayes"] if isinstance(doc["bayes"], dict) else {}
     if sec["hermite"] is not None and "activation" in raw:

@@ -26,7 +26,7 @@ import math
 import time
 from fractions import Fraction
 
-from solvers.app.spec import (REQUIRED, SpecError, check, convert, parse_section,
+from solvers.app.spec import (REQUIRED, check, check_sections, convert, parse_section,
                               read_document, section_error)
 
 from solvers.app.validate import RANGE_TEXT, in_range
@@ -137,11 +137,7 @@ def load(path, with_mc: bool):
 def load_document(doc: dict, name: str, with_mc: bool):
     """`load` of an already-read TOML document (a dict); ``name`` starts the messages."""
     from solvers.theory.kernel import spectrum as S
-    for sec in doc:
-        if sec not in _SECTIONS:
-            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(_SECTIONS)})")
-    if "kernel" not in doc:
-        raise SpecError(f"{name}: missing section [kernel]")
+    check_sections(doc, _SECTIONS, "kernel", name=name)
     k = parse_section(doc, "kernel", KERNEL_SCHEMA, name=name)
     mc = parse_section(doc, "mc", MC_SCHEMA, name=name)
     if not with_mc:

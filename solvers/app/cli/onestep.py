@@ -25,7 +25,7 @@ standard errors (``*_sem``) only with two seeds or more.
 from __future__ import annotations
 
 from solvers.app.cli.common import CliError, json_command, spec_command
-from solvers.app.spec import SpecError, check, convert, parse_section, read_document
+from solvers.app.spec import SpecError, check, check_sections, convert, parse_section, read_document
 
 _ACTS = ("linear", "erf", "tanh", "sin", "sin2", "he3", "cubic")
 MAX_ALPHA_POINTS = 20_000          # the vectorised solve holds ~(points × 600) float64 arrays
@@ -71,12 +71,7 @@ def _setup(sec, name):
 def _load(path, with_sim: bool):
     name = str(path)
     doc = read_document(path)
-    allowed = ("onestep", "sim")        # one spec serves both commands
-    for sec in doc:
-        if sec not in allowed:
-            raise SpecError(f"{name}: unknown section [{sec}] (allowed: {', '.join(allowed)})")
-    if "onestep" not in doc:
-        raise SpecError(f"{name}: missing section [onestep]")
+    check_sections(doc, ("onestep", "sim"), "onestep", name=name)   # one spec, both commands
     sec = parse_section(doc, "onestep", ONESTEP_SCHEMA, name=name)
     st = _setup(sec, name)
     sim = parse_section(doc, "sim", SIM_SCHEMA, name=name) if with_sim else None

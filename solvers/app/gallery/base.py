@@ -54,11 +54,6 @@ def slope(x, y, lo=None, hi=None) -> float:
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
-def rms_rel(a, b) -> float:
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    return float(np.sqrt(np.mean((a / b - 1) ** 2)))
-
-
 def fmt(x, digits=3) -> str:
     if isinstance(x, (list, tuple)):
         return "[" + ", ".join(fmt(v, digits) for v in x) + "]"

@@ -34,5 +34,5 @@ def finite_size_bound(N) -> float:
 def sim_dev(sim, theory, skip=1) -> float:
     """rms relative deviation of a simulated curve from theory (the first ``skip`` points, α = 0
     included, are the same initial condition for both and are left out)."""
-    s, t = np.asarray(sim, float)[skip:], np.asarray(theory, float)[skip:]
-    return float(np.sqrt(np.mean((s / t - 1) ** 2)))
+    from solvers.app.deviation import rms_relative
+    return rms_relative(np.asarray(sim, float)[skip:], np.asarray(theory, float)[skip:])

@@ -37,9 +37,11 @@ def _centre_decades(L, beta, eta, half=1.0):
 
 
 def _rms_inside(a, x, y, lo, hi):
+    """rms relative deviation of x from y for lo <= alpha <= hi (NaN if no point is inside)."""
+    from solvers.app.deviation import rms_relative
     a, x, y = np.asarray(a), np.asarray(x, float), np.asarray(y, float)
     k = (a >= lo) & (a <= hi)
-    return float(np.sqrt(np.mean((x[k] / y[k] - 1) ** 2))) if k.any() else float("nan")
+    return rms_relative(x[k], y[k])
 
 
 _TOL_GE0 = "≥ 0 (−1e-12: float64 rounding of the ratio)"

@@ -16,6 +16,7 @@ curve only).
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -34,6 +35,19 @@ __all__ = ["Setup", "curve", "transitions", "limit", "Activation", "ActivationEr
            "LimitLtHalf", "limit_gt_half", "phi_profile", "SELECTIONS", "CHANNELS", "GLM_UNITS"]
 
 CHANNELS = ("gaussian", "glm")
+
+
+def _cached(fn):
+    """A read-only property computed once per Setup and kept in its ``_cache``."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def get(self):
+        if name not in self._cache:
+            self._cache[name] = fn(self)
+        return self._cache[name]
+
+    return property(get)
 
 
 @dataclass
@@ -80,33 +94,24 @@ class Setup:
             return len(self.readouts)
         return int(round(self.gamma * self.d))
 
-    @property
+    @_cached
     def act(self) -> Activation:
-        if "act" not in self._cache:
-            self._cache["act"] = resolve(self.activation, self.hermite, self.hermite_start,
-                                         self.drop_low_orders)
-        return self._cache["act"]
+        return resolve(self.activation, self.hermite, self.hermite_start, self.drop_low_orders)
 
-    @property
+    @_cached
     def jump(self) -> Jump:
-        if "jump" not in self._cache:
-            self._cache["jump"] = jump_pair(self.act, self.dps)
-        return self._cache["jump"]
+        return jump_pair(self.act, self.dps)
 
-    @property
+    @_cached
     def problem(self) -> Problem:
-        if "problem" not in self._cache:
-            v2 = (np.asarray([float(v) for v in self.readouts]) if self.readouts is not None
-                  else power_law_readouts(self.k, float(self.beta)))
-            self._cache["problem"] = Problem(self.act, self.jump, v2, float(self.Delta))
-        return self._cache["problem"]
+        v2 = (np.asarray([float(v) for v in self.readouts]) if self.readouts is not None
+              else power_law_readouts(self.k, float(self.beta)))
+        return Problem(self.act, self.jump, v2, float(self.Delta))
 
-    @property
+    @_cached
     def mixed(self) -> MixedProblem:
         """The system with the GLM channel for the units chosen by ``glm_units``."""
-        if "mixed" not in self._cache:
-            self._cache["mixed"] = MixedProblem(self.problem, self.glm_units)
-        return self._cache["mixed"]
+        return MixedProblem(self.problem, self.glm_units)
 
     def meta(self) -> dict:
         from solvers import __version__
@@ -150,36 +155,37 @@ def curve(st: Setup, n_over_d=None, alpha=None, selection: str = "potential",
     if st.channel == "glm":
         return _curve_glm(st, s_list, selection, progress, started)
     p = st.problem
-    out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
-           "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
-    for s in s_list:
-        sel, sols = p.solve(s, selection)
-        out["eps_bo"].append(sel.eps)
-        out["kc"].append(sel.kc)
-        out["q"].append([float(v) for v in sel.q])
-        out["fixed_points"].append([sol.as_dict() for sol in sols])
-        if progress:
-            progress(1)
+    out = _curve_points(st, s_list, lambda s: p.solve(s, selection), progress)
     meta = st.meta()
     meta.update(selection=selection, wall_time=time.perf_counter() - started)
     out["meta"] = meta
     return out
 
 
-def _curve_glm(st: Setup, s_list, selection, progress, started) -> dict:
-    mp = st.mixed
+def _curve_points(st: Setup, s_list, solve, progress) -> dict:
+    """The curve's per-point lists; ``solve(s)`` gives (selected solution, all solutions)."""
     out = {"n_over_d": s_list, "alpha": [s / st.d for s in s_list], "eps_bo": [], "kc": [],
            "q": [], "fixed_points": [], "lambda_sigma": st.jump.lam_f, "q_sigma": st.jump.q_f}
     for s in s_list:
-        sols = mp.solutions(s)
-        sel = {"informed": sols[0], "uninformed": sols[-1]}.get(selection) or max(
-            sols, key=lambda x: x.psi)
+        sel, sols = solve(s)
         out["eps_bo"].append(sel.eps)
         out["kc"].append(sel.kc)
         out["q"].append([float(v) for v in sel.q])
-        out["fixed_points"].append([x.as_dict() for x in sols])
+        out["fixed_points"].append([sol.as_dict() for sol in sols])
         if progress:
             progress(1)
+    return out
+
+
+def _curve_glm(st: Setup, s_list, selection, progress, started) -> dict:
+    mp = st.mixed
+
+    def solve(s):
+        sols = mp.solutions(s)
+        return ({"informed": sols[0], "uninformed": sols[-1]}.get(selection)
+                or max(sols, key=lambda x: x.psi)), sols
+
+    out = _curve_points(st, s_list, solve, progress)
     glm_features = sorted(int(st.problem.order[i]) + 1 for i in mp.G)
     meta = st.meta()
     meta.update(selection=selection, wall_time=time.perf_counter() - started, channel="glm",

@@ -17,6 +17,7 @@ import numpy as np
 import sympy as sp
 
 from derive import bayes as D
+from derive.polynomial_text import ActivationError   # the one error of a bad activation
 
 SERIES_BELOW = 1e-3          # float64: direct G loses ≤ 3 digits above, series error < δ^8 below
 SERIES_ORDER = 8
@@ -52,9 +53,6 @@ class Activation:
         return self._cache[ck]
 
     # -- mpmath (caller's precision) ------------------------------------------------------------
-    def g_mp(self, xv):
-        return mpmath.mpf(self._fn("g", "mpmath")(xv))
-
     def gp_mp(self, xv):
         return mpmath.mpf(self._fn("gp", "mpmath")(xv))
 
@@ -70,9 +68,6 @@ class Activation:
         with mpmath.workdps(mpmath.mp.dps + guard):
             val = self._fn("G", "mpmath")(dv)
         return +mpmath.mpf(val)
-
-    def g1_mp(self):
-        return self.g_mp(1)
 
     # -- float64 --------------------------------------------------------------------------------
     def g_np(self, xv):
@@ -108,10 +103,6 @@ class Activation:
         if "gp1" not in self._cache:
             self._cache["gp1"] = float(sp.N(self._sym()["gp"].subs(D.x, 1), 30))
         return self._cache["gp1"]
-
-
-class ActivationError(ValueError):
-    pass
 
 
 @lru_cache(maxsize=None)

@@ -15,13 +15,11 @@ from solvers.theory.kernel.eigenlearning import (KernelError, Point, eigenlearni
 from solvers.theory.kernel.rg import (Approx, decimation_cut, equivalent_kernel, rg_ek,
                                       rg_gda)
 from solvers.theory.kernel.curves import METHODS, LABELS, learning_curves
-from solvers.theory.kernel.slides import slides_literal
 
 __all__ = ["KernelSpectrum", "explicit", "levels", "power_law", "KernelError", "Point",
            "eigenlearning", "eigenlearning_mp", "learnabilities", "solve_kappa",
            "solve_kappa_mp", "solve_kappa_S_mp", "Approx", "decimation_cut",
            "equivalent_kernel", "rg_ek", "rg_gda", "METHODS", "LABELS", "learning_curves",
-           "slides_literal",
            "kernel_mc", "kernel_mc_averaged", "mc_learnability"]
 
 

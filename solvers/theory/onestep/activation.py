@@ -16,12 +16,9 @@ import numpy as np
 import sympy as sp
 
 from derive import onestep as D
+from derive.polynomial_text import ActivationError   # the one error of a bad activation
 
 CONSTANTS = ("mu1", "var_dsigma", "mu1_star", "m2")
-
-
-class ActivationError(ValueError):
-    """A name the theory does not cover (unknown, or not odd)."""
 
 
 @dataclass(frozen=True, eq=False)

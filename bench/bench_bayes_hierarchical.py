@@ -7,9 +7,9 @@ at α where the fixed point has learned the first k_c features and not the rest.
 whose readouts differ by a few per cent, so the Hungarian-matched overlap is reported too):
 sampled q_i (informed and random starts), the chain–chain overlap of the informed chains
 (Nishimori), and the fixed point's q_i; error bars are standard errors over independent data
-sets (teacher, X, noise), as in :func:`.sampling.measure`.
+sets (teacher, X, noise), as in :func:`solvers.theory.bayes.sampling.measure`.
 
-    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python -m solvers.theory.bayes.hierarchical_check \
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python bench/bench_bayes_hierarchical.py \
         --d 40 --alpha 1.0 --instances 4 --out hier_d40.json
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from . import Setup, curve
-from . import sampling as S
+from solvers.theory.bayes import Setup, curve
+from solvers.theory.bayes import sampling as S
 
 
 def run(d: int, alpha: float, beta: float = 0.25, gamma: float = 0.5, Delta: float = 0.5,

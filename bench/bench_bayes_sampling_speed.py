@@ -3,17 +3,17 @@
 Three formulations of the same U(W), ∇U(W) at the flat-readout check's sizes (k = d/2,
 n = 1.5 d², 2 chains, Δ = 0.5):
 
-- ``reference``: :func:`.sampling.potential_reference`, the plain numpy einsum version (the one a
+- ``reference``: :func:`solvers.theory.bayes.sampling.potential_reference`, the plain numpy einsum version (the one a
   user writes first; the sampler's only implementation before the speed-up);
 - ``numpy-gemm``: the same arithmetic with both products as one matmul over all chains and the
   element-wise pass in numpy (what BLAS alone gives, no compiled loop);
-- ``fast``: :func:`.sampling.potential` (the GEMMs plus the fused numba pass).
+- ``fast``: :func:`solvers.theory.bayes.sampling.potential` (the GEMMs plus the fused numba pass).
 
 and whole HMC runs (``hmc(impl=...)``, same seed, a few trajectories after a short warm-up) in
 CPU seconds per trajectory.  Both wall and process CPU time are printed: the machine is shared,
 and CPU time is the less load-sensitive of the two.
 
-    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python -m solvers.theory.bayes.sampling_speed --d 20 40 80
+    OPENBLAS_NUM_THREADS=1 nice .venv/bin/python bench/bench_bayes_sampling_speed.py --d 20 40 80
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from . import sampling as S
+from solvers.theory.bayes import sampling as S
 
 
 def _potential_numpy_gemm(W, data):

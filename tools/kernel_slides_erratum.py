@@ -5,7 +5,10 @@ T + (posterior variance only) = T + Σ m λ (1 − L) — eigenlearning's κ.  R
 bias included, κ_lit = T + Σ m [λ (1 − L) + (1 − L)² c²], with L = λ/(λ + κ_lit/P), which
 depends on the target.  With E_g evaluated by the eigenlearning formula at κ_lit this is 12–14 %
 above eigenlearning (and the Monte Carlo) for a = b = 2, ridgeless, P = 16…256
-(docs/theory/kernel-curves.md).  Not offered as a method; kept to document the reading.
+(docs/theory/kernel-curves.md, Errata).  Not offered as a method; kept here, outside the package,
+to document the reading; tests/test_kernel.py loads it by path.
+
+    nice .venv/bin/python tools/kernel_slides_erratum.py      # the ratios at a = b = 2, ridgeless
 
 Root finding: dividing by κ, h(κ) = T/κ + Σ m λ/(λP + κ) + Σ m κ c²/(λP + κ)² = 1; at
 eigenlearning's κ, h > 1 (the bias term is positive), and h < 1 beyond T + Σ m (λ + c²):
@@ -51,3 +54,15 @@ def slides_literal(spec: KernelSpectrum, Ps, T=0.0, sigma2=0.0) -> list[Point]:
         out.append(Point(P, kappa, kS, gamma, omg, bias, (bias + sigma2 * gamma) / omg,
                          float(np.dot(mult, L))))
     return out
+
+
+def main():
+    from solvers.theory.kernel import power_law
+    spec = power_law(a=2, M=2000, b=2)
+    Ps = [16, 64, 256]
+    for lit, eig in zip(slides_literal(spec, Ps), eigenlearning(spec, Ps, 0.0)):
+        print(f"P = {int(lit.P):4d}: E_g literal / eigenlearning = {lit.eps_g / eig.eps_g:.4f}")
+
+
+if __name__ == "__main__":
+    main()
