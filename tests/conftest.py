@@ -27,13 +27,17 @@ ORACLE_MARKERS = ("closed_form", "quadrature", "second_basis", "higher_precision
 
 
 def pytest_collection_modifyitems(config, items):
-    """Full-size verification runs only with SCALING_ODES_FULL=1 (`make verify`)."""
+    """Full-size verification and wall-clock benchmarks run only with SCALING_ODES_FULL=1
+    (`make verify`)."""
     if os.environ.get("SCALING_ODES_FULL") == "1":
         return
-    skip = pytest.mark.skip(reason="full-size verification: run `make verify`")
+    skip = {"full": pytest.mark.skip(reason="full-size verification: run `make verify`"),
+            "bench": pytest.mark.skip(reason="asserts a wall-clock time: run `make verify`")}
     for item in items:
-        if "full" in item.keywords:
-            item.add_marker(skip)
+        for name, mark in skip.items():
+            if name in item.keywords:
+                item.add_marker(mark)
+                break
 
 
 @pytest.fixture(autouse=True)

@@ -31,7 +31,7 @@ def test_levels_at_L64_agree_with_modes_float64_and_float64_levels_is_flagged():
     # 1e-9 on eps_g: tolerance 1e-14 on the O(1) order parameters (four digits cancel in eps_g).
     levels = integrate_problem(prob, ALPHAS_1000, basis="levels", arithmetic="flint",
                                dps=estimated_dps(64, 9, "levels"), rtol=1e-14)
-    for a, x, y in zip(ALPHAS_1000, levels.eps_g, modes.eps_g):
+    for a, x, y in zip(ALPHAS_1000, levels.eps_g, modes.eps_g, strict=True):
         assert abs(x - y) / abs(y) < 1e-9, a
     # float64 in the level basis: the closure cancels ~2 L log10 L digits; the run either fails
     # outright or disagrees with the modes basis, and either way it is reported, not returned.
@@ -60,7 +60,8 @@ def _linear_closed_form(spectrum, eta, sigma_J, alphas, dps):
     with mpmath.workdps(dps):
         q = lambda r: mpmath.mpf(int(r.p)) / int(r.q)  # noqa: E731
         c = [q(v) for v in spectrum.charpoly]
-        nu = [sum(q(w) * q(l) ** k for w, l in zip(spectrum.weights, spectrum.eigenvalues))
+        nu = [sum(q(w) * q(l) ** k
+                  for w, l in zip(spectrum.weights, spectrum.eigenvalues, strict=True))
               for k in range(L + 1)]
         A1 = mpmath.zeros(L, L)
         for i in range(L - 1):
@@ -120,7 +121,8 @@ def test_linear_order2_tends_to_eq8_as_eta_to_zero():
         prob = Problem(SystemKey("linear", 1, 1), s, eta, 2, expected_init(s, 1, 1, sj))
         ode = integrate_problem(prob, [0] + times, basis="modes", arithmetic="float64", rtol=1e-12)
         ref = _eq8(s, eta, sj, [0] + times)
-        errs.append(max(abs(float(x) / float(y) - 1) for x, y in zip(ode.eps_g[1:], ref[1:])))
+        errs.append(max(abs(float(x) / float(y) - 1)
+                        for x, y in zip(ode.eps_g[1:], ref[1:], strict=True)))
     assert errs[0] > 1e-3                                       # the correction is really there
     assert 7 < errs[0] / errs[1] < 13 and 7 < errs[1] / errs[2] < 13   # ... and is O(η)
 

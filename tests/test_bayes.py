@@ -99,7 +99,7 @@ def test_cubic_m_closed_form():
             assert abs(m_mp(act, lam, jump, 30) - closed(mpmath.mpf(lam))) < 1e-25
     got = m_np(act, lams, jump)
     with mpmath.workdps(30):
-        for lam, v in zip(lams, got):
+        for lam, v in zip(lams, got, strict=True):
             assert abs(v - float(closed(mpmath.mpf(lam)))) < 1e-13
     assert m_np(act, [jump.lam_f * (1 - 1e-12), 1.0], jump).tolist() == [0.0, 0.0]
 
@@ -133,7 +133,7 @@ def test_float_channel_agrees_with_mpmath():
         lams = jump.lam_f * np.array([1.0001, 1.01, 1.5, 3, 10, 1e3, 1e6])
         t_np = branch_t_np(act, lams, jump)
         with mpmath.workdps(30):
-            for lam, tv in zip(lams, t_np):
+            for lam, tv in zip(lams, t_np, strict=True):
                 from solvers.theory.bayes.channel import branch_t_mp
                 t_mp = branch_t_mp(act, lam, jump, 30)
                 assert abs(tv - float(t_mp)) < 1e-12 * max(1, float(t_mp))
@@ -281,7 +281,7 @@ def test_tanh3_by_quadrature():
     from solvers.theory.bayes.activation import tanh_coefficients
     c300, res300 = tanh_coefficients(61, 250)
     c400, res400 = tanh_coefficients(61, 340)
-    assert max(abs(a - b) for a, b in zip(c300, c400)) < 1e-15
+    assert max(abs(a - b) for a, b in zip(c300, c400, strict=True)) < 1e-15
     assert 0 < res300 < 2e-10 and abs(res300 - res400) < 1e-14
     assert abs(c300[1] - 0.60570551 ** 2) < 1e-8 and c300[2] == pytest.approx(0, abs=1e-16)
     act = named("tanh3")

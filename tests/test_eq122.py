@@ -102,7 +102,7 @@ def test_reduced_system_has_invisible_half_rate_direction(L):
     lin = A.Linearisation(2, spectra.power_law(L, 1), ETA, dps=30)
     with mpmath.workdps(30):
         scale = max(abs(w) for w in lin.weights)
-        invisible = [float(-mpmath.re(m)) for m, w in zip(lin.mu, lin.weights)
+        invisible = [float(-mpmath.re(m)) for m, w in zip(lin.mu, lin.weights, strict=True)
                      if abs(w) < mpmath.mpf(10) ** -20 * scale]
     visible = lin.rates()
     assert invisible, "expected first-order-invisible directions"

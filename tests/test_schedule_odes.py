@@ -64,13 +64,13 @@ def _power_reference(eta, a0, p, alphas, dps=30):
         eta, a0, p = (mpmath.mpf(Fraction(x).numerator) / Fraction(x).denominator
                       for x in (eta, a0, p))
         R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in INIT)
-        T1 = sum(l * t for l, t in zip(lam, T))
+        T1 = sum(l * t for l, t in zip(lam, T, strict=True))
 
         def f(a, y):
             e = eta * (1 + a / a0) ** (-p)
             R, Q = y[:L], y[L:]
-            R1 = sum(l * r for l, r in zip(lam, R))
-            Q1 = sum(l * q for l, q in zip(lam, Q))
+            R1 = sum(l * r for l, r in zip(lam, R, strict=True))
+            Q1 = sum(l * q for l, q in zip(lam, Q, strict=True))
             return ([e * lam[k] * (T[k] - R[k]) for k in range(L)]
                     + [2 * e * lam[k] * (R[k] - Q[k]) + e**2 * w[k] * lam[k] * (T1 - 2 * R1 + Q1)
                        for k in range(L)])
@@ -79,8 +79,8 @@ def _power_reference(eta, a0, p, alphas, dps=30):
         out = []
         for a in alphas:
             y = sol(mpmath.mpf(a))
-            R1 = sum(l * r for l, r in zip(lam, y[:L]))
-            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
+            R1 = sum(l * r for l, r in zip(lam, y[:L], strict=True))
+            Q1 = sum(l * q for l, q in zip(lam, y[L:], strict=True))
             out.append((T1 - 2 * R1 + Q1) / 2)
         return out
 
@@ -97,7 +97,7 @@ def test_power_schedule_against_the_written_out_linear_odes(cache, basis):
     ref = _power_reference("0.3", "0.5", "0.75", alphas)
     # the solve claims 12 verified digits; the reference carries ~30
     with mpmath.workdps(30):
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(r), (g, r)
     # not vacuous: the constant-η curve differs far beyond that
     const = solve_spec(parse_spec(_linear_doc(None, basis, alphas)))
