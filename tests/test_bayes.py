@@ -275,6 +275,21 @@ def test_beta_lt_half_alpha_star_and_switch_bracket():
     assert pick(below) < 1 and pick(above) == 1.0
 
 
+def test_beta_lt_half_completion_small():
+    """``completion`` in the default run (the full-size case is in test_bayes_full.py): the
+    all-learned branch, found by bisecting on the solutions of Φ∞(ε) = ε, starts at α⋆ of the
+    closed form Eq. 46 (both to the bisection's 1e-7 relative); the Bayes-optimal switch is at
+    1.34058, the independent script's value, and before the partial branch ends.  60
+    Gauss-Legendre nodes instead of 400: every transition moves by < 1e-13 between the two
+    (measured), far inside the 5e-6 of the stored values; ~5 s of CPU instead of ~20."""
+    act = named("cubic")
+    c = LimitLtHalf(act, jump_pair(act, 30), 0.25, 1.0, 0.1, n=60).completion()
+    assert abs(c["alpha_star_eq46"] - 1.31297) < 5e-6
+    assert abs(c["all_learned_starts"] - c["alpha_star_eq46"]) < 1e-5
+    assert abs(c["bo_completion"] - 1.34058) < 5e-6
+    assert c["bo_completion"] < c["partial_ends"]
+
+
 def test_tanh3_by_quadrature():
     """tanh has no closed-form g: Hermite series by Gauss–Hermite; the rule is converged (more
     nodes change nothing) and the truncation residual at ℓ = 61 is ~1e−10 (the notes: 8.5e−11)."""

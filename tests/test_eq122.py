@@ -35,6 +35,9 @@ from solvers.core.numbers import Float64Context
 from solvers.core.problem import InitialCondition, Problem, expected_init, random_init, unpack_state
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_eq122"))
 
 ETA = Fraction(1, 4)
 KEY = SystemKey("erf", 2, 2)
