@@ -42,5 +42,9 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Generated-on-demand modules go to a per-session temporary cache, not ~/.cache."""
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path_factory.getbasetemp() / "codegen-cache"))
+    """Generated-on-demand modules (and the simulator's compiled kernel) go to a temporary cache
+    of this test run, not ~/.cache.  One directory for all xdist workers: a system is printed
+    and the kernel compiled once per run, not once per worker (the registry's lock lets one
+    worker print while another waits; the kernel is published by an atomic rename)."""
+    from cache_support import run_wide_dir
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_wide_dir(tmp_path_factory, "codegen-cache")))
