@@ -16,10 +16,10 @@ demo: $(STAMP)
 	$(VENV)/bin/scaling-odes demo --out demo-output
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra -n 2 --durations=25
+	$(PY) -m pytest -q -ra -n 2 --dist loadgroup --durations=25
 
 verify: $(STAMP)
-	SCALING_ODES_FULL=1 $(PY) -m pytest -q -ra -m full
+	SCALING_ODES_FULL=1 $(PY) -m pytest -q -ra -m "full or bench"
 
 regenerate: $(STAMP)
 	$(VENV)/bin/scaling-odes regenerate

@@ -27,16 +27,24 @@ ORACLE_MARKERS = ("closed_form", "quadrature", "second_basis", "higher_precision
 
 
 def pytest_collection_modifyitems(config, items):
-    """Full-size verification runs only with SCALING_ODES_FULL=1 (`make verify`)."""
+    """Full-size verification and wall-clock benchmarks run only with SCALING_ODES_FULL=1
+    (`make verify`)."""
     if os.environ.get("SCALING_ODES_FULL") == "1":
         return
-    skip = pytest.mark.skip(reason="full-size verification: run `make verify`")
+    skip = {"full": pytest.mark.skip(reason="full-size verification: run `make verify`"),
+            "bench": pytest.mark.skip(reason="asserts a wall-clock time: run `make verify`")}
     for item in items:
-        if "full" in item.keywords:
-            item.add_marker(skip)
+        for name, mark in skip.items():
+            if name in item.keywords:
+                item.add_marker(mark)
+                break
 
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
-    """Generated-on-demand modules go to a per-session temporary cache, not ~/.cache."""
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(tmp_path_factory.getbasetemp() / "codegen-cache"))
+    """Generated-on-demand modules (and the simulator's compiled kernel) go to a temporary cache
+    of this test run, not ~/.cache.  One directory for all xdist workers: a system is printed
+    and the kernel compiled once per run, not once per worker (the registry's lock lets one
+    worker print while another waits; the kernel is published by an atomic rename)."""
+    from cache_support import run_wide_dir
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_wide_dir(tmp_path_factory, "codegen-cache")))

@@ -18,14 +18,14 @@ def linear_modes_eps(lam, init, alphas, eta_of, *, noise=0, kappa=0, batch=1, or
         w = [mpmath.mpf(1) / L] * L
         noise, kappa = mpmath.mpf(noise), mpmath.mpf(kappa)
         R0, Q0, T = ([mpmath.mpf(x) for x in v] for v in init)
-        T1 = sum(l * t for l, t in zip(lam, T))
+        T1 = sum(l * t for l, t in zip(lam, T, strict=True))
         e2 = 1 if order == 2 else 0
 
         def f(a, y):
             eta = eta_of(a)
             R, Q = y[:L], y[L:]
-            R1 = sum(l * r for l, r in zip(lam, R))
-            Q1 = sum(l * q for l, q in zip(lam, Q))
+            R1 = sum(l * r for l, r in zip(lam, R, strict=True))
+            Q1 = sum(l * q for l, q in zip(lam, Q, strict=True))
             dR = [eta * lam[k] * (T[k] - R[k]) - eta * kappa * R[k] for k in range(L)]
             dQ = [2 * eta * lam[k] * (R[k] - Q[k])
                   + e2 * eta**2 / batch * w[k] * lam[k] * (T1 - 2 * R1 + Q1 + noise)
@@ -36,8 +36,8 @@ def linear_modes_eps(lam, init, alphas, eta_of, *, noise=0, kappa=0, batch=1, or
         out = []
         for a in alphas:
             y = sol(mpmath.mpf(a))
-            R1 = sum(l * r for l, r in zip(lam, y[:L]))
-            Q1 = sum(l * q for l, q in zip(lam, y[L:]))
+            R1 = sum(l * r for l, r in zip(lam, y[:L], strict=True))
+            Q1 = sum(l * q for l, q in zip(lam, y[L:], strict=True))
             out.append((T1 - 2 * R1 + Q1) / 2)
         return out
 

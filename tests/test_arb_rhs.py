@@ -26,7 +26,7 @@ def _problem(key, L, order):
 
 def _max_rel(a, b):
     worst = 0.0
-    for x, y in zip(a.flat, b.flat):
+    for x, y in zip(a.flat, b.flat, strict=True):
         scale = max(float(abs(y).mid()), 1e-300)
         worst = max(worst, float(abs(x - y).mid()) / scale)
     return worst

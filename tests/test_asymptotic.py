@@ -25,7 +25,7 @@ def test_eps_gradient_eq121(M):
     g = da.eps_gradient(M)
     s3 = sp.sqrt(3)
     expected = [-4 * s3, -6 * (M - 1), 2 * s3, 3 * (M - 1)]
-    assert all(sp.simplify(a - b / (6 * sp.pi)) == 0 for a, b in zip(g, expected))
+    assert all(sp.simplify(a - b / (6 * sp.pi)) == 0 for a, b in zip(g, expected, strict=True))
 
 
 @pytest.mark.parametrize("L", [2, 5])

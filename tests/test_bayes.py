@@ -99,7 +99,7 @@ def test_cubic_m_closed_form():
             assert abs(m_mp(act, lam, jump, 30) - closed(mpmath.mpf(lam))) < 1e-25
     got = m_np(act, lams, jump)
     with mpmath.workdps(30):
-        for lam, v in zip(lams, got):
+        for lam, v in zip(lams, got, strict=True):
             assert abs(v - float(closed(mpmath.mpf(lam)))) < 1e-13
     assert m_np(act, [jump.lam_f * (1 - 1e-12), 1.0], jump).tolist() == [0.0, 0.0]
 
@@ -133,7 +133,7 @@ def test_float_channel_agrees_with_mpmath():
         lams = jump.lam_f * np.array([1.0001, 1.01, 1.5, 3, 10, 1e3, 1e6])
         t_np = branch_t_np(act, lams, jump)
         with mpmath.workdps(30):
-            for lam, tv in zip(lams, t_np):
+            for lam, tv in zip(lams, t_np, strict=True):
                 from solvers.theory.bayes.channel import branch_t_mp
                 t_mp = branch_t_mp(act, lam, jump, 30)
                 assert abs(tv - float(t_mp)) < 1e-12 * max(1, float(t_mp))
@@ -275,13 +275,28 @@ def test_beta_lt_half_alpha_star_and_switch_bracket():
     assert pick(below) < 1 and pick(above) == 1.0
 
 
+def test_beta_lt_half_completion_small():
+    """``completion`` in the default run (the full-size case is in test_bayes_full.py): the
+    all-learned branch, found by bisecting on the solutions of Φ∞(ε) = ε, starts at α⋆ of the
+    closed form Eq. 46 (both to the bisection's 1e-7 relative); the Bayes-optimal switch is at
+    1.34058, the independent script's value, and before the partial branch ends.  60
+    Gauss-Legendre nodes instead of 400: every transition moves by < 1e-13 between the two
+    (measured), far inside the 5e-6 of the stored values; ~5 s of CPU instead of ~20."""
+    act = named("cubic")
+    c = LimitLtHalf(act, jump_pair(act, 30), 0.25, 1.0, 0.1, n=60).completion()
+    assert abs(c["alpha_star_eq46"] - 1.31297) < 5e-6
+    assert abs(c["all_learned_starts"] - c["alpha_star_eq46"]) < 1e-5
+    assert abs(c["bo_completion"] - 1.34058) < 5e-6
+    assert c["bo_completion"] < c["partial_ends"]
+
+
 def test_tanh3_by_quadrature():
     """tanh has no closed-form g: Hermite series by Gauss–Hermite; the rule is converged (more
     nodes change nothing) and the truncation residual at ℓ = 61 is ~1e−10."""
     from solvers.theory.bayes.activation import tanh_coefficients
     c300, res300 = tanh_coefficients(61, 250)
     c400, res400 = tanh_coefficients(61, 340)
-    assert max(abs(a - b) for a, b in zip(c300, c400)) < 1e-15
+    assert max(abs(a - b) for a, b in zip(c300, c400, strict=True)) < 1e-15
     assert 0 < res300 < 2e-10 and abs(res300 - res400) < 1e-14
     assert abs(c300[1] - 0.60570551 ** 2) < 1e-8 and c300[2] == pytest.approx(0, abs=1e-16)
     act = named("tanh3")

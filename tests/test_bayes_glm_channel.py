@@ -76,7 +76,7 @@ def test_k1_is_the_glm_replica_formula():
     st = Setup(activation="cubic", d=80, readouts=[1.0], Delta=0.1, beta=None, channel="glm")
     pts = [1.0, 2.0, 3.0]
     res = curve(st, n_over_d=pts)
-    for s, q, eps in zip(pts, res["q"], res["eps_bo"]):
+    for s, q, eps in zip(pts, res["q"], res["eps_bo"], strict=True):
         assert abs(q[0] - ref.overlap(s)) < 1e-3, s
         assert abs(eps - ref.gibbs_half(s)) < 1e-3, s
     assert abs(res["eps_bo"][1] - 0.360) < 2e-3

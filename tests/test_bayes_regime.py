@@ -92,7 +92,7 @@ def test_compact_detail_lists_only_features_outside():
     res = curve(st, n_over_d=[3.0, 30.0])
     full = R.readout_regime(st, res)
     small = R.readout_regime(st, res, detail="outside")
-    for a, b in zip(full["points"], small["points"]):
+    for a, b in zip(full["points"], small["points"], strict=True):
         assert b["outside"] == a["outside"] and len(b["ratio"]) == len(a["outside"])
         assert b["ratio"] == [a["ratio"][i - 1] for i in a["outside"]]
         assert not any(b["in_gaussian_regime"])

@@ -144,7 +144,8 @@ def test_flat_readouts_d80_finite_size_trend():
     if not g80 - fp <= g40 - fp + 3 * math.hypot(s40, s80):
         failures.append(f"excess grows from d = 40 to 80: {g40:.3f}±{s40:.3f} → {g80:.3f}±{s80:.3f}")
     two = fit_inverse_d([40, 80], [g40, g80], [s40, s80])
-    three = fit_inverse_d(*zip(*[(d, g, s) for d, (g, s, _) in sorted(pooled.items())]))
+    three = fit_inverse_d(*zip(*[(d, g, s) for d, (g, s, _) in sorted(pooled.items())],
+                               strict=True))
     rows.append(f"pooled Gibbs/2 = a + b/d: d = 40, 80: a = {two['a']:.4f} ± {two['se_a']:.4f}; "
                 f"d = 20, 40, 80: a = {three['a']:.4f} ± {three['se_a']:.4f} (χ² "
                 f"{three['chi2']:.1f}/1); fixed point {fp:.4f}")

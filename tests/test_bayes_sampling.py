@@ -2,9 +2,10 @@
 
 Default tests (tiny): the HMC gradient against central finite differences, the closed Gibbs-error
 kernel against Monte Carlo over x, and concentration on the teacher for k = 1 with many samples.
-Default test: HMC against a quadrature posterior (d = 2, k = 1).
-Full tests (`make verify`): k = 1 (a GLM) against its exact replica limit, which excludes the
-Gaussian-channel fixed point (the decisive check); and the d = 40, k = 20, β = 1 comparison with
+Default tests: HMC against a quadrature posterior (d = 2, k = 1); k = 1 at d = 20 against the
+GLM's replica formula (the Nishimori identity and the Gibbs error; no exclusion at that size).
+Full tests (`make verify`): k = 1 (a GLM) at d = 80 against its exact replica limit, which excludes
+the Gaussian-channel fixed point (the decisive check); and the d = 40, k = 20, β = 1 comparison with
 the fixed point, kept as an expected failure with its reason (docs/guide/bayes.md, sampling section).
 Error bars are standard errors over independent data sets; the finite-size allowance
 δ_d = E f*² − 1 = 9/d + 20/d² is the teacher's excess signal power under the Gaussian prior.
@@ -204,24 +205,18 @@ def _excess_power(d: int) -> float:
     return 9.0 / d + 20.0 / d ** 2
 
 
-@pytest.mark.full
-def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
-    # k = 1, v = 1, Δ = 0.1: the model is a GLM, whose Bayes-optimal limit is the (proven) replica
-    # formula of solvers/theory/bayes/glm.py.  The extensive-width fixed-point system treats the
-    # output as a Gaussian channel; for one O(1)-readout unit that is not the posterior.
-    # Informed starts (the teacher) keep the chains in the teacher's state; the Gibbs error of such
-    # chains is biased low if anything (they remember the start), so "Gibbs/2 − 3 SE − δ_d > ε_FP"
-    # is a conservative exclusion.  δ_d = E f*² − 1 is the stated finite-size allowance.
+def _k1_against_glm(d, instances, warmup, samples, exclude_fixed_point):
+    """HMC at k = 1 against the GLM replica formula (and, optionally, the exclusion of the
+    Gaussian-channel fixed point); the failures, each with its row of numbers."""
     from solvers.theory.bayes import Setup, curve
     from solvers.theory.bayes.glm import GLM
-    d = 80
     ref = GLM(v=1.0, s=DELTA)
     st = Setup(activation="cubic", d=d, readouts=[1.0], Delta=DELTA, beta=None)
     dlt = _excess_power(d)
     rows, failures = [], []
     for j, s in enumerate((2.0,)):
-        m = S.measure(d, 1, s, DELTA, BETA, instances=12, chains=2, warmup=400, samples=800,
-                      seed=500 + j, which=("informed",))
+        m = S.measure(d, 1, s, DELTA, BETA, instances=instances, chains=2, warmup=warmup,
+                      samples=samples, seed=500 + j, which=("informed",))
         r = m["informed"]
         q, qse = S.summary(r["q_inst"][:, 0])
         pq, pse = S.summary(r["pair_inst"][:, 0])
@@ -232,10 +227,35 @@ def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
                     f"Gibbs/2 {g:.3f}±{gse:.3f} GLM {eps_glm:.3f} fixed point {eps_fp:.3f} "
                     f"δ_d {dlt:.3f}")
         checks = {"nishimori": abs(q - pq) <= 3 * math.hypot(qse, pse),
-                  "glm": abs(g - eps_glm) <= 3 * gse + dlt,
-                  "fixed point excluded": g - 3 * gse - dlt > eps_fp}
+                  "glm": abs(g - eps_glm) <= 3 * gse + dlt}
+        if exclude_fixed_point:
+            checks["fixed point excluded"] = g - 3 * gse - dlt > eps_fp
         failures += [f"{rows[-1]}: {k}" for k, ok in checks.items() if not ok]
     print("\n".join(rows))
+    return failures
+
+
+@pytest.mark.full
+def test_hmc_k1_follows_glm_formula_not_gaussian_channel():
+    # k = 1, v = 1, Δ = 0.1: the model is a GLM, whose Bayes-optimal limit is the (proven) replica
+    # formula of solvers/theory/bayes/glm.py.  The extensive-width fixed-point system treats the
+    # output as a Gaussian channel; for one O(1)-readout unit that is not the posterior.
+    # Informed starts (the teacher) keep the chains in the teacher's state; the Gibbs error of such
+    # chains is biased low if anything (they remember the start), so "Gibbs/2 − 3 SE − δ_d > ε_FP"
+    # is a conservative exclusion.  δ_d = E f*² − 1 is the stated finite-size allowance.
+    failures = _k1_against_glm(80, instances=12, warmup=400, samples=800,
+                               exclude_fixed_point=True)
+    assert not failures, "\n".join(failures)
+
+
+def test_hmc_k1_follows_glm_formula_small():
+    # the same comparison in the default run (~6 s of CPU): d = 20, 6 data sets, shorter chains.
+    # The Nishimori identity (chain-teacher against chain-chain overlap, 3 combined SE) and
+    # Gibbs/2 against the GLM formula within 3 SE + δ_d (δ_d = 0.5 at d = 20: a weak bound that
+    # a broken sampler or a wrong formula still fails; measured 0.43 ± 0.06 against 0.36).  No
+    # exclusion of the Gaussian-channel fixed point: at d = 20 it has no power (the full test).
+    failures = _k1_against_glm(20, instances=6, warmup=200, samples=300,
+                               exclude_fixed_point=False)
     assert not failures, "\n".join(failures)
 
 

@@ -48,7 +48,7 @@ def test_bases_agree_through_the_cli(tmp_path, capsys):
         code, out, err = _run(["solve", spec, "--json"], capsys)
         assert code == 0, err
         results[basis] = [float(e) for e in json.loads(out)["eps_g"]]
-    for a, b in zip(results["levels"], results["modes"]):
+    for a, b in zip(results["levels"], results["modes"], strict=True):
         assert abs(a - b) <= 1e-13 * abs(b)
 
 

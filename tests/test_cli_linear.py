@@ -53,7 +53,7 @@ def test_curve_decimal_strings_and_routes_agree(tmp_path, capsys):
     from mpmath import mp, mpf
     with mp.workdps(40):
         for r in ("companion", "levels"):
-            for a, b in zip(vals["modes"], vals[r]):
+            for a, b in zip(vals["modes"], vals[r], strict=True):
                 assert abs(mpf(a) - mpf(b)) <= abs(mpf(a)) * mpf(10) ** -23
 
 

@@ -69,10 +69,10 @@ def test_forward_derivatives_equal_sympy_diff():
     f = sp.lambdify(args, sym_exprs, modules="mpmath")
     with MpmathContext(40) as ctx:
         num = [ctx.convert(vals[s]) for s in list(v1) + list(t1)]
-        ref = dict(zip(sym_idx, f(*num, ctx.convert(eta))))
+        ref = dict(zip(sym_idx, f(*num, ctx.convert(eta)), strict=True))
         got = system.coefficient_derivatives(num[:len(v1)], num[len(v1):], ctx.convert(eta), ctx)
         assert len(got) == len(printed)
-        err = max(abs(g - ref.get(i, 0)) for i, g in zip(printed, got))
+        err = max(abs(g - ref.get(i, 0)) for i, g in zip(printed, got, strict=True))
     assert err < mpmath.mpf(10) ** -30
 
 
@@ -96,9 +96,10 @@ def test_fresh_K3_M3_module_matches_the_closed_system():
     t1 = [vals[s] for s in h.v1.teacher]
     t2 = [Fraction(rng.randint(-30, 30), 100) for _ in h.v1.teacher]
     eta = Fraction(1, 2)
-    sub = dict(zip(closed.states, [sp.Rational(v.numerator, v.denominator) for v in y0 + y1]))
+    sub = dict(zip(closed.states, [sp.Rational(v.numerator, v.denominator) for v in y0 + y1],
+                   strict=True))
     sub.update(zip(closed.parameters, [sp.Rational(v.numerator, v.denominator)
-                                        for v in [eta] + t1 + t2]))
+                                        for v in [eta] + t1 + t2], strict=True))
     ref = [sp.N(r.xreplace(sub), 50) for r in closed.rhs]
     with MpmathContext(50) as ctx:
         import numpy as np
@@ -110,7 +111,7 @@ def test_fresh_K3_M3_module_matches_the_closed_system():
         nu = np.array([c(Fraction(int(x.p), int(x.q))) for x in
                        (spec.nu(1), spec.nu(2))], dtype=object)
         got = system.rhs_levels(y, T, cc, nu, c(eta), c(eta) ** 2, ctx).ravel()
-        err = max(abs(g - mpmath.mpf(str(r))) for g, r in zip(got, ref))
+        err = max(abs(g - mpmath.mpf(str(r))) for g, r in zip(got, ref, strict=True))
     assert err < mpmath.mpf(10) ** -25
     with MpmathContext(60) as ctx:
         c = ctx.convert
@@ -125,7 +126,7 @@ def test_fresh_K3_M3_module_matches_the_closed_system():
             dn[u] -= step
             cu = system.coefficients(up, tt, c(eta), ctx)
             cd = system.coefficients(dn, tt, c(eta), ctx)
-            fd = [(a - b) / (2 * step) for a, b in zip(cu, cd)]
+            fd = [(a - b) / (2 * step) for a, b in zip(cu, cd, strict=True)]
             printed = {ka: dco[k] for k, (ka, uu) in enumerate(system.DA_INDEX) if uu == u}
             printed |= {n_a + kf: dco[len(system.DA_INDEX) + k]
                         for k, (kf, uu) in enumerate(system.DF_INDEX) if uu == u}

@@ -35,6 +35,9 @@ from solvers.core.numbers import Float64Context
 from solvers.core.problem import InitialCondition, Problem, expected_init, random_init, unpack_state
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_eq122"))
 
 ETA = Fraction(1, 4)
 KEY = SystemKey("erf", 2, 2)
@@ -102,7 +105,7 @@ def test_reduced_system_has_invisible_half_rate_direction(L):
     lin = A.Linearisation(2, spectra.power_law(L, 1), ETA, dps=30)
     with mpmath.workdps(30):
         scale = max(abs(w) for w in lin.weights)
-        invisible = [float(-mpmath.re(m)) for m, w in zip(lin.mu, lin.weights)
+        invisible = [float(-mpmath.re(m)) for m, w in zip(lin.mu, lin.weights, strict=True)
                      if abs(w) < mpmath.mpf(10) ** -20 * scale]
     visible = lin.rates()
     assert invisible, "expected first-order-invisible directions"

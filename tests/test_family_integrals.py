@@ -89,7 +89,7 @@ def _mgf_expectation(C, slot_polys):
             return 0
         if m not in series:
             series[m] = sp.Poly(q**m / sp.factorial(m), *t)
-        return series[m].coeff_monomial(sp.Mul(*[ti**k for ti, k in zip(t, ks)]))
+        return series[m].coeff_monomial(sp.Mul(*[ti**k for ti, k in zip(t, ks, strict=True)]))
 
     out = sp.Integer(0)
     for ks in product(*[range(len(c)) for c in polys]):
@@ -259,11 +259,11 @@ def one_factor(fns, lam, scale, dps):
     with mp.workdps(dps + 10):
         lam = [mp.mpf(l) for l in lam]
         scale = [mp.mpf(s) for s in scale]
-        sig = [sc * mp.sqrt(1 - l * l) for l, sc in zip(lam, scale)]
+        sig = [sc * mp.sqrt(1 - l * l) for l, sc in zip(lam, scale, strict=True)]
 
         def f(x):
             out = mp.npdf(x)
-            for fn, l, sc, sg in zip(fns, lam, scale, sig):
+            for fn, l, sc, sg in zip(fns, lam, scale, sig, strict=True):
                 out *= fn_mean(fn, sc * l * x, sg)
             return out
 
@@ -535,11 +535,11 @@ def test_orthant_second_path_general_correlation():
     syms = sp.symbols("r0:6")
     grads = [sp.lambdify(syms, sp.diff(Orthant4(*syms), s), "mpmath") for s in syms]
     with mp.workdps(40):
-        d = [b - a for a, b in zip(r0, r1)]
+        d = [b - a for a, b in zip(r0, r1, strict=True)]
 
         def f(u):
-            p = [a + u * x for a, x in zip(r0, d)]
-            return sum(x * g(*p) for x, g in zip(d, grads))
+            p = [a + u * x for a, x in zip(r0, d, strict=True)]
+            return sum(x * g(*p) for x, g in zip(d, grads, strict=True))
 
         start = one_factor([[((1,), "theta")]] * 4, lam, [1] * 4, 30)
         want = start + mp.quad(f, [0, 1])
@@ -566,7 +566,7 @@ def test_orthant_integral_form_and_special_values():
     o = Orthant4(*r)
     integral = o.as_integral()
     assert integral.atoms(sp.Integral) and not integral.atoms(sp.Float)
-    vals = dict(zip(r, [R(1, 3), R(-1, 5), R(1, 7), R(2, 9), R(1, 11), R(-1, 4)]))
+    vals = dict(zip(r, [R(1, 3), R(-1, 5), R(1, 7), R(2, 9), R(1, 11), R(-1, 4)], strict=True))
     (intg,) = integral.xreplace(vals).atoms(sp.Integral)
     t = intg.limits[0][0]
     f = sp.lambdify(t, intg.function, "mpmath")

@@ -73,7 +73,7 @@ def _law(name, compare=None):
     """rms < 3/√N at every N of NS and a fitted exponent <= -0.25 (the module docstring);
     ``compare(name, N)``: the comparison (default this module's variants)."""
     rms = np.array([(compare or compared)(name, N).rms_deviation for N in NS])
-    for N, r in zip(NS, rms):
+    for N, r in zip(NS, rms, strict=True):
         assert r < 3 / np.sqrt(N), (name, N, r * np.sqrt(N))
     slope = np.polyfit(np.log(NS), np.log(rms), 1)[0]
     assert slope <= -0.25, (name, slope, rms * np.sqrt(NS))

@@ -115,7 +115,7 @@ def test_family_route_and_general_readouts_reproduce_the_paper_equations(act):
     family.__dict__["_plain"] = False                 # the derive/family integrals
     family.__dict__["_parts"] = family._parts_readouts()   # v_i u_n sums at v = sqrt(M)/K ...
     got = _numeric(family, family.rhs + [family.eps_g])
-    for a, b in zip(ref, got):
+    for a, b in zip(ref, got, strict=True):
         assert abs(a - b) <= 1e-20 * max(1, abs(a))
 
 
@@ -289,7 +289,7 @@ def _monte_carlo_check(student, teacher, K, M, readout=None, n=400_000, seed=7):
     samples.append((0.5 * delta**2, None))
     exprs = [p for part in h._parts for p in part] + [h.eps_g]
     want = [s for pair in samples[:-1] for s in pair] + [samples[-1][0]]
-    for e, s in zip(exprs, want):
+    for e, s in zip(exprs, want, strict=True):
         syms = sorted(sp.sympify(e).free_symbols, key=str)
         val = float(lambdify(syms, e, "numpy")(*[sub[q] for q in syms])) if syms else float(e)
         mean, err = float(np.mean(s)), float(np.std(s)) / np.sqrt(n)
@@ -339,7 +339,7 @@ def test_noise_decay_batch_against_the_written_out_linear_odes(cache, basis, noi
     ref = _linear_reference(lam, init, "0.3", noise, kappa, batch, order, alphas)
     # the solve claims 12 verified digits; the reference carries ~30
     with mpmath.workdps(30):
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(r), (g, r)
 
 

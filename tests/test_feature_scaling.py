@@ -86,7 +86,7 @@ def test_euler_maclaurin_forms_within_bounds(beta):
     em = fs.eps_g_em(alphas, L, beta, n, eta, sJ)
     ex = fs.eps_g_eigenbasis(alphas, lam, L, n, eta, sJ)
     k = np.arange(1, n + 1, dtype=float)
-    for a, e1, e2 in zip(alphas, em, ex):
+    for a, e1, e2 in zip(alphas, em, ex, strict=True):
         fmax = np.max(k ** -(1 + beta) * np.exp(-2 * eta * lp * a * k ** -(1 + beta)))
         tol = 0.5 * (1 + sJ**2) * lp / L * fmax + fs.eps_asymp_em(L, beta, n, sJ)[1]
         assert abs(e1 - e2) <= tol
@@ -132,7 +132,8 @@ def test_eq88_average_matches_monte_carlo_of_eq86():
         z = (mc - mean[j]) / math.hypot(err[j], mc_err)
         assert abs(z) < 3.5, (N_l, mc, mean[j], z)
     # the rotated mask is worse than the eigenbasis mask (Fig. 16) by a clear margin
-    assert all(m > 1.5 * fs.eps_asymp_eigenbasis(lam, N, n, sJ) for m, n in zip(mean, N_ls))
+    assert all(m > 1.5 * fs.eps_asymp_eigenbasis(lam, N, n, sJ)
+               for m, n in zip(mean, N_ls, strict=True))
     # and the large-N deterministic equivalent is close at this N (finite-N effects ~ 1/N_l)
     free = np.array([fs.eps_asymp_free(lam, N, n, sJ) for n in N_ls])
     assert np.all(np.abs(free / mean - 1) < 0.15)

@@ -15,6 +15,9 @@ import pytest
 from solvers.app.gallery import all_figures, runner
 
 pytestmark = [pytest.mark.contract, pytest.mark.closed_form, pytest.mark.simulation]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_gallery"))
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import pairwise
 
 import mpmath
 import numpy as np
@@ -55,8 +56,8 @@ def _order_conditions(b, max_order):
             phi, gamma, size = [Fraction(1)] * 13, 1, 1
             for child in t:
                 cphi, cgamma, csize = phi_gamma(child)
-                a_cphi = [sum(a * p for a, p in zip(row, cphi)) for row in A]
-                phi = [p * q for p, q in zip(phi, a_cphi)]
+                a_cphi = [sum(a * p for a, p in zip(row, cphi, strict=True)) for row in A]
+                phi = [p * q for p, q in zip(phi, a_cphi, strict=True)]
                 gamma, size = gamma * cgamma, size + csize
             memo[t] = (phi, gamma * size, size)
         return memo[t]
@@ -65,7 +66,8 @@ def _order_conditions(b, max_order):
     failures = []
     for trees in levels:
         failures.append([t for t in trees
-                         if sum(bi * p for bi, p in zip(b, phi_gamma(t)[0])) != Fraction(1, phi_gamma(t)[1])])
+                         if sum(bi * p for bi, p in zip(b, phi_gamma(t)[0], strict=True))
+                         != Fraction(1, phi_gamma(t)[1])])
     return levels, failures
 
 
@@ -106,7 +108,7 @@ def test_observed_orders_dps60():
             errs8.append(max(abs(y8[i] - exact[i]) for i in range(2)))
             errs7.append(max(abs(y7[i] - exact[i]) for i in range(2)))
         for errs, p in ((errs8, 8), (errs7, 7)):
-            orders = [float(mpmath.log(a / b, 2)) for a, b in zip(errs, errs[1:])]
+            orders = [float(mpmath.log(a / b, 2)) for a, b in pairwise(errs)]
             assert abs(orders[-1] - p) < 0.5, (p, orders)
             assert abs(orders[-2] - p) < 0.5, (p, orders)
 
@@ -245,7 +247,7 @@ def test_output_times_hit_exactly(make_ctx):
         for tp in t_points[1:]:  # flint: the midpoint of the converted time, exactly
             exact = ctx.convert(tp).mid() if ctx.name == "flint" else ctx.convert(tp)
             assert any(t == exact for t in seen), tp
-        assert all(b > a for a, b in zip(seen, seen[1:]))
+        assert all(b > a for a, b in pairwise(seen))
         assert seen[-1] == ctx.convert(3)
         assert stats["n_steps"] == len(seen)
         # f(t0, y0), one for the initial-step guess, 12 per attempt, 1 per accepted state

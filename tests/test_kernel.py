@@ -1,5 +1,6 @@
 """Kernel / GP learning curves: the eigenlearning solver, EK, RG, exponents."""
 import math
+from itertools import pairwise
 
 import mpmath
 import numpy as np
@@ -40,7 +41,7 @@ def test_mpmath_route_agrees_with_float64():
     for T, s2 in ((0.0, 0.0), (1e-2, 1e-2)):
         fast = eigenlearning(spec, Ps, T, s2)
         slow = eigenlearning_mp(spec, Ps, T, s2, dps=25)
-        for f, s in zip(fast, slow):
+        for f, s in zip(fast, slow, strict=True):
             for key in ("kappa", "gamma", "eps_g"):
                 assert abs(getattr(f, key) - getattr(s, key)) <= 1e-13 * abs(getattr(s, key))
 
@@ -71,7 +72,7 @@ def test_grouped_spectrum_equals_expanded_list():
         Ps = [8, 100, 1000, 2048] if not (T == 0 and s2 > 0) else [8, 100, 1000, 2048]
         a = eigenlearning(grouped, Ps, T, s2)
         b = eigenlearning(flat, Ps, T, s2)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             assert abs(x.kappa - y.kappa) <= 1e-13 * max(y.kappa, 1e-300)
             assert abs(x.eps_g - y.eps_g) <= 1e-13 * y.eps_g
 
@@ -86,7 +87,7 @@ def test_beyond_double_range_uses_mpmath():
     ref = eigenlearning(explicit(base, target=[1] * 5), [2, 3], 0.1)
     got = eigenlearning(spec_tiny, [2, 3], 0.0)       # ridgeless check below
     ridged = eigenlearning_mp(spec_tiny, [2, 3], mpmath.mpf("0.1e-400"))
-    for r, g in zip(ref, ridged):
+    for r, g in zip(ref, ridged, strict=True):
         assert float(g.mp["kappa"] * mpmath.mpf(10) ** 400) == pytest.approx(r.kappa, rel=1e-13)
         assert g.eps_g == pytest.approx(r.eps_g, rel=1e-13)
     assert all(p.sum_L == pytest.approx(p.P, rel=1e-13) for p in got)
@@ -116,7 +117,7 @@ def test_equivalent_kernel_is_the_large_P_limit():
     Ps = [10, 1e3, 1e5, 1e7]
     eig = eigenlearning(spec, Ps, 1e-2, 1e-2)
     ek = equivalent_kernel(spec, Ps, 1e-2, 1e-2)
-    ratios = [abs(a.eps_g / b.eps_g - 1) for a, b in zip(eig, ek)]
+    ratios = [abs(a.eps_g / b.eps_g - 1) for a, b in zip(eig, ek, strict=True)]
     assert ratios[-1] < 1e-4 and ratios == sorted(ratios, reverse=True)
     assert eig[-1].kappa == pytest.approx(1e-2, rel=1e-4)
 
@@ -133,7 +134,7 @@ def test_rank_d_closed_forms():
         eigenlearning(spec, [d], 0.0, s2)
     # the ridge removes the double descent: a monotone curve at T = 0.05
     curve = [p.eps_g for p in eigenlearning(spec, range(1, 257), 0.05, s2)]
-    assert all(b < a for a, b in zip(curve, curve[1:]))
+    assert all(b < a for a, b in pairwise(curve))
     ridgeless = [p.eps_g for p in eigenlearning(spec, [48, 60, 68, 80], 0.0, s2)]
     assert ridgeless[1] > ridgeless[0] and ridgeless[2] > ridgeless[3]
 
@@ -167,7 +168,7 @@ def test_noise_exponent_at_fixed_ridge(pl2e6):
     P = np.geomspace(1e3, 3e4, 8)
     quiet = eigenlearning(spec, P, 1e-2, 0.0)
     noisy = eigenlearning(spec, P, 1e-2, 1.0)
-    slope = _slope(P, [n.eps_g - q.eps_g for q, n in zip(quiet, noisy)])
+    slope = _slope(P, [n.eps_g - q.eps_g for q, n in zip(quiet, noisy, strict=True)])
     assert slope == pytest.approx(-0.5, abs=0.02)
 
 
@@ -190,7 +191,7 @@ def test_rg_gda_matches_eigenlearning(pl2000):
         Ps = [16, 32, 64, 128, 256, 512]
         eig = eigenlearning(pl2000, Ps, T, s2)
         gda = rg_gda(pl2000, Ps, T, s2, 0.01)
-        for a, b in zip(eig, gda):
+        for a, b in zip(eig, gda, strict=True):
             assert abs(b.eps_g / a.eps_g - 1) < 1e-3
 
 
@@ -204,12 +205,12 @@ def test_rg_ek_keeps_exponent_not_prefactor(pl2e6):
     gda = rg_gda(spec, P, 0.0, 0.0, 0.01)
     i = 1
     assert 0.8 < ek[i].kept_modes / (99 * P[i]) < 1.25
-    ratio = [b.eps_g / a.eps_g for a, b in zip(eig, ek)]
+    ratio = [b.eps_g / a.eps_g for a, b in zip(eig, ek, strict=True)]
     assert all(0.04 < r < 0.08 for r in ratio), ratio
     assert ek[-1].kappa / eig[-1].kappa == pytest.approx(0.004, rel=0.25)
     assert _slope(P, [p.eps_g for p in ek]) == pytest.approx(_slope(P, [p.eps_g for p in eig]),
                                                              abs=0.03)
-    for a, b in zip(eig, gda):
+    for a, b in zip(eig, gda, strict=True):
         assert abs(b.eps_g / a.eps_g - 1) < 1e-3
 
 
@@ -262,7 +263,7 @@ def test_rg_with_moments_equals_direct(pl2e6):
     for T in (0.0, 1e-2):
         for f, s in ((rg_ek(fast, [300, 3000], T, 1e-2), rg_ek(slow, [300, 3000], T, 1e-2)),
                      (rg_gda(fast, [300, 3000], T, 1e-2), rg_gda(slow, [300, 3000], T, 1e-2))):
-            for x, y in zip(f, s):
+            for x, y in zip(f, s, strict=True):
                 assert x.kept_groups == y.kept_groups
                 assert x.eps_g == pytest.approx(y.eps_g, rel=1e-12)
                 assert x.kappa == pytest.approx(y.kappa, rel=1e-12)
@@ -282,7 +283,7 @@ def test_slides_literal_reading_is_12_to_14_percent_high(pl2000):
     Ps = [16, 64, 256]
     lit = slides_literal(pl2000, Ps)
     eig = eigenlearning(pl2000, Ps, 0.0)
-    ratios = [a.eps_g / b.eps_g for a, b in zip(lit, eig)]
+    ratios = [a.eps_g / b.eps_g for a, b in zip(lit, eig, strict=True)]
     assert all(1.11 < r < 1.15 for r in ratios), ratios
     # its κ solves the literal equation (independent check of the root)
     lam, c2 = pl2000.lam, pl2000.c2

@@ -60,7 +60,7 @@ def test_finite_P_correction_resolved_small_P():
     print([(r["P"], round(r["r"], 4), round(r["se"], 4)) for r in rows])
     for r in rows:
         _check_correction(r)
-    for a, b in zip(rows[0::2], rows[1::2]):             # (P = 8, P = 16) per setting
+    for a, b in zip(rows[0::2], rows[1::2], strict=True):             # (P = 8, P = 16) per setting
         assert a["r"] - b["r"] > 3 * np.hypot(a["se"], b["se"]), (a, b)
         assert b["r"] + 3 * b["se"] < 1.05, b
 
@@ -72,7 +72,7 @@ def test_finite_P_correction_full():
     −4.8 %); E_MC/(E_eig (1 − γ)) is 1.4–2.3 except (T = 1e-2, P = 512): 1.33."""
     Ps = [8, 16, 32, 64, 128, 256, 512]
     rows = []
-    for P, n in zip(Ps, [6000, 6000, 3000, 1500, 400, 100, 40]):
+    for P, n in zip(Ps, [6000, 6000, 3000, 1500, 400, 100, 40], strict=True):
         rows += _ratios([P], SETTINGS, trials=n, seed=5)
     for r in sorted(rows, key=lambda r: (r["T"], r["s2"], r["P"])):
         print(f"T={r['T']:g} s2={r['s2']:g} P={r['P']}: E_MC/E_eig = {r['r']:.4f} ± "

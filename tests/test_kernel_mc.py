@@ -1,6 +1,8 @@
 """Kernel learning curves against the Gaussian-design Monte-Carlo oracle.
 
 Default sizes keep these under ~15 s; the full-size runs are marked ``full``."""
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -82,15 +84,15 @@ def test_rank_d_double_descent_against_exact_gaussian_laws():
     spec = explicit(["0.015625"], target=["0.015625"], multiplicities=[d])
     Ps = [16, 40, 56, 72, 88, 128]
     mc = kernel_mc(spec, Ps, 0.0, s2, trials=400, seed=5)
-    for P, m, s in zip(Ps, mc["mean"], mc["sem"]):
+    for P, m, s in zip(Ps, mc["mean"], mc["sem"], strict=True):
         exact = (1 - P / d) + s2 * P / (d - P - 1) if P < d else s2 * d / (P - d - 1)
         assert abs(m / exact - 1) < 0.10, (P, m, exact, s)
     # the ridge T = 0.05 removes the peak: MC means decrease with P
     mc_r = kernel_mc(spec, [32, 56, 64, 72, 96], 0.05, s2, trials=200, seed=6)
     means = mc_r["mean"]
-    assert all(b < a for a, b in zip(means, means[1:])), means
+    assert all(b < a for a, b in pairwise(means)), means
     eig = [p.eps_g for p in eigenlearning(spec, [32, 56, 64, 72, 96], 0.05, s2)]
-    for m, s, e in zip(means, mc_r["sem"], eig):
+    for m, s, e in zip(means, mc_r["sem"], eig, strict=True):
         assert abs(m - e) < 3 * s + 0.05 * e
 
 

@@ -33,7 +33,7 @@ def test_two_product_is_exact():
     a = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60) for _ in range(2000)])
     b = np.array([rng.uniform(-1, 1) * 2.0 ** rng.randint(-60, 60) for _ in range(2000)])
     p, e = _two_product(a, b)
-    for x, y, hi, lo in zip(a, b, p, e):
+    for x, y, hi, lo in zip(a, b, p, e, strict=True):
         assert Fraction(hi) + Fraction(lo) == Fraction(x) * Fraction(y)
 
 
@@ -55,7 +55,8 @@ def _exact_level_one(system, y):
     B = [[Fraction(float(x)) for x in row] for row in system.Bf]
 
     def gram(X, Y):
-        return [[sum(w * x[a] * yy[b] for w, x, yy in zip(W, X, Y)) for b in range(len(Y[0]))]
+        return [[sum(w * x[a] * yy[b] for w, x, yy in zip(W, X, Y, strict=True))
+                 for b in range(len(Y[0]))]
                 for a in range(len(X[0]))]
     return gram(J, B), gram(J, J), gram(B, B)
 
@@ -69,7 +70,7 @@ def test_exact_eps_linear_against_a_cancellation_free_form():
     K = system.K
     ref = sum(Fraction(float(w)) * (sum(map(Fraction, map(float, j)))
                                     - sum(map(Fraction, map(float, b)))) ** 2
-              for w, j, b in zip(system.wf, Jf, system.Bf)) / (2 * K)
+              for w, j, b in zip(system.wf, Jf, system.Bf, strict=True)) / (2 * K)
     got = _ExactEps(system)(y)
     assert abs(Fraction(got) - ref) <= 1e-15 * ref           # the float64 rounding of the result
     R1, Q1, e64 = system.observables(y)

@@ -23,7 +23,7 @@ def test_04_feature_scaling(monkeypatch, tmp_path):
     for b, d in s["figure16"].items():
         beta = float(b)
         # rotated mask never beats the eigenbasis mask (Fig. 16), by Eq. (88) averaged over W
-        assert all(r > e for r, e in zip(d["rot"], d["exact"]))
+        assert all(r > e for r, e in zip(d["rot"], d["exact"], strict=True))
         # exact sum vs Eq. (74) slope: they differ by the 1/N_l Euler-Maclaurin correction,
         # (1+beta)/(2 N_l) at the smallest N_l = 8 of the fit window
         em_slope = fit_exponent([N_ls[i] for i in sel], [d["em"][i] for i in sel])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_02_figure1(monkeypatch, tmp_path):
     Ls = summary["Ls"]
     assert Ls == [1, 4, 16, 64]
     plateau = [summary["plateau_length"][str(L)] for L in Ls]
-    assert all(a >= b for a, b in zip(plateau, plateau[1:])), plateau
+    assert all(a >= b for a, b in pairwise(plateau)), plateau
     assert plateau[1] < plateau[0], plateau
     assert (tmp_path / "figure1.png").stat().st_size > 0
     images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs

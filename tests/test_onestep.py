@@ -168,7 +168,7 @@ def test_rf_limit_matches_mei_montanari(student, target, beta, lam, noise):
     al = [0.3, 0.9, 1.0, 1.1, 3.0, 10.0]
     res = curve(st, al)
     cs, ct = st.student_act.constants(), st.target_act.constants()
-    for a, e in zip(al, res["eps_g"]):
+    for a, e in zip(al, res["eps_g"], strict=True):
         ref = MM.test_error(cs["mu1"], cs["m2"], ct["mu1_star"], ct["m2"], beta, a, lam, noise)
         assert abs(e - ref) < 1e-8 * max(1.0, ref), a
 
@@ -182,7 +182,7 @@ def test_rf_limit_near_interpolation_small_ridge(beta):
     al = [0.5 * beta, beta, 2 * beta]
     res = curve(st, al)
     c = st.student_act.constants()
-    for a, e in zip(al, res["eps_g"]):
+    for a, e in zip(al, res["eps_g"], strict=True):
         ref = MM.test_error(c["mu1"], c["m2"], c["mu1_star"], c["m2"], beta, a, 1e-7)
         assert abs(e - ref) < 1e-8 * ref, (a, e, ref)
 
@@ -235,7 +235,7 @@ def test_linear_student_and_target_give_m_gamma_over_r():
     st = Setup("linear", "linear", 0.7, 1.3, 1.5, 0.05)
     p = st.srf()
     res = curve(st, [0.5, 2.0, 5.0])
-    for m, t in zip(res["overlaps"]["m"], res["overlaps"]["t"]):
+    for m, t in zip(res["overlaps"]["m"], res["overlaps"]["t"], strict=True):
         assert abs(t) < 1e-12
         assert abs(m - p["gamma"] / p["r"]) < 1e-12
 
@@ -335,4 +335,4 @@ def test_small_spike_limit_is_stable_and_jumps_at_zero():
         b = curve(Setup("tanh", "tanh", 0.5, 1e-5), [0.5, 2.0])["eps_g"]
     zero = curve(Setup("tanh", "tanh", 0.5, 0.0), [0.5, 2.0])["eps_g"]
     assert np.max(np.abs(np.array(a) - b)) < 1e-9
-    assert min(z - x for z, x in zip(zero, a)) > 0.03
+    assert min(z - x for z, x in zip(zero, a, strict=True)) > 0.03

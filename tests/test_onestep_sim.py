@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.simulation]
 
 
 def _check(th, sim, key, rel):
-    for a, t, s, e in zip(sim["alpha"], th[key], sim[key], sim[key + "_sem"]):
+    for a, t, s, e in zip(sim["alpha"], th[key], sim[key], sim[key + "_sem"], strict=True):
         assert abs(s - t) <= 4 * e + rel * t, (key, a, t, s, e)
 
 
@@ -56,7 +56,7 @@ def test_protocol_close_to_theory_small_d():
     th = curve(st, al)
     sim = repeat("protocol", range(3), d=400, beta=1.0, alpha=al, student=st.student_act,
                  target=st.target_act, lam=0.01, alpha0=0.5, eta=1.0)
-    for t, s, e in zip(th["eps_g"], sim["eps_g"], sim["eps_g_sem"]):
+    for t, s, e in zip(th["eps_g"], sim["eps_g"], sim["eps_g_sem"], strict=True):
         assert -4 * e <= s - t <= 0.12 * t + 4 * e
 
 
@@ -152,5 +152,5 @@ def test_protocol_full_authors_configuration():
     th = curve(st, al)
     sim = repeat("protocol", range(3), d=2000, beta=1.0, alpha=al, student=st.student_act,
                  target=st.target_act, lam=0.01, alpha0=0.5, eta=1.0)
-    for t, s, e in zip(th["eps_g"], sim["eps_g"], sim["eps_g_sem"]):
+    for t, s, e in zip(th["eps_g"], sim["eps_g"], sim["eps_g_sem"], strict=True):
         assert -4 * e <= s - t <= 0.06 * t + 4 * e

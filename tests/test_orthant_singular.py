@@ -27,7 +27,8 @@ KINDS = (("float64", None), ("mpmath", 30), ("flint", 30))
 def _corr(F):
     """The six correlations (PAIRS order) of the fields F (rows), as exact decimal strings."""
     with mpmath.workdps(60):
-        C = [[mpmath.fsum(a * b for a, b in zip(F[i], F[j])) for j in range(4)] for i in range(4)]
+        C = [[mpmath.fsum(a * b for a, b in zip(F[i], F[j], strict=True)) for j in range(4)]
+             for i in range(4)]
         return [mpmath.nstr(C[a][b] / mpmath.sqrt(C[a][a] * C[b][b]), 50)
                 for a, b in O.PAIRS]
 
@@ -77,7 +78,7 @@ def _cases():
         ("opposite", ["-1", a, b, neg[a], neg[b], c], lambda r: mpmath.mpf(0)),
         # z4 = z1 + z2 is positive whenever z1 and z2 are: P(z1, z2, z3 > 0), rank 3 (not on
         # the orthant's boundary: rounded inputs move P4 by their square only)
-        ("implied", _corr([y1, y2, w, [x + y for x, y in zip(y1, y2)]]),
+        ("implied", _corr([y1, y2, w, [x + y for x, y in zip(y1, y2, strict=True)]]),
          lambda r: _sheppard3(r[PAIR[(0, 1)]], r[PAIR[(0, 2)]], r[PAIR[(1, 2)]])),
     ]
 
@@ -119,7 +120,8 @@ def test_nearly_aligned_fields_against_plackett_in_t(gap):
         d1 = [mpmath.mpf(v) for v in ("0.3", "-0.5", "0.2", "0.7")]
         d2 = [mpmath.mpf(v) for v in ("-0.1", "0.4", "0.6", "0.3")]
         e = mpmath.sqrt(mpmath.mpf(gap))
-        F = [[a + e * b for a, b in zip(y1, d1)], [a + e * b for a, b in zip(y2, d2)], y1, y2]
+        F = [[a + e * b for a, b in zip(y1, d1, strict=True)],
+             [a + e * b for a, b in zip(y2, d2, strict=True)], y1, y2]
     r = _corr(F)
     want = _plackett_t(r, gap)
     for kind, dps in KINDS[:2]:         # flint integrates nearly aligned fields with mpmath
@@ -135,7 +137,7 @@ def test_nearly_aligned_fields_against_plackett_in_t(gap):
 def test_float64_arrays_mix_singular_and_regular_states():
     r_sing = [float(mpmath.mpf(x)) for x in _cases()[0][1]]
     r_reg = [0.3, 0.1, -0.2, 0.25, 0.4, 0.05]
-    got = O.orthant4_float(*[np.array([a, b]) for a, b in zip(r_sing, r_reg)])
+    got = O.orthant4_float(*[np.array([a, b]) for a, b in zip(r_sing, r_reg, strict=True)])
     one = [O.orthant4_float(*r_sing), O.orthant4_float(*r_reg)]
     assert np.max(np.abs(got - one)) < 1e-15
 

@@ -96,7 +96,7 @@ def generated_rhs(key, Q, R, T, eta, ctx, target, **extras):
     out = system.rhs_levels(y, t, np.array([conv(-1)], dtype=object),
                             np.array([conv(1)], dtype=object), eta, eta ** 2, ctx,
                             **{k: conv(x) for k, x in extras.items()})
-    return dict(zip(system.STATE, out[0])), system.eps_g(list(y[0]), list(t[0]), ctx)
+    return dict(zip(system.STATE, out[0], strict=True)), system.eps_g(list(y[0]), list(t[0]), ctx)
 
 
 def reference(Q, R, T, K, M, eta, lib, v=None, A=None, **params):
@@ -506,7 +506,7 @@ def test_nn2pp_decays_a_trained_readout_and_the_family_default_does_not():
     params = dict(lr=0.5, lr2=0.3, wd=0.1, sigma=0.2, both=True)
     theirs = nn2pp.rhs(Q, R, T, v, A, **params)
     ours = nn2pp.rhs(Q, R, T, v, A, decay_readout=False, **params)
-    assert all(np.array_equal(a, b) for a, b in zip(theirs[:2], ours[:2]))
+    assert all(np.array_equal(a, b) for a, b in zip(theirs[:2], ours[:2], strict=True))
     assert np.allclose(np.asarray(ours[2] - theirs[2], float), 0.1 * np.asarray(v), rtol=1e-15)
 
 

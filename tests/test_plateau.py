@@ -42,8 +42,8 @@ def test_level1_closed_form_matches_generated():
     spec = spectra.power_law(L, 1)
     fp = P.plateau_fixed_point(2, spec, tea, Fraction(1, 10), 1, dps=40)
     lam = spec.eigenvalues
-    T1 = sum(l * sp.Rational(t.numerator, t.denominator) for l, t in zip(lam, tea.T))
-    D1 = sum(l * sp.Rational(t.numerator, t.denominator) for l, t in zip(lam, tea.D))
+    T1 = sum(l * sp.Rational(t.numerator, t.denominator) for l, t in zip(lam, tea.T, strict=True))
+    D1 = sum(l * sp.Rational(t.numerator, t.denominator) for l, t in zip(lam, tea.D, strict=True))
     R, Q = dp.plateau_level1(2, T1, D1)
     with mpmath.workdps(40):
         assert abs(fp.R1 - sp.N(R, 45)) < mpmath.mpf(10) ** -35
@@ -85,8 +85,8 @@ def test_kronecker_matrix_matches_generated_jacobian():
     spec = spectra.power_law(L, 1)
     lam = spec.eigenvalues
     exact = lambda f: sp.Rational(f.numerator, f.denominator)  # noqa: E731
-    Tl = [sum(l ** j * exact(t) for l, t in zip(lam, tea.T)) for j in range(1, L + 1)]
-    Dl = [sum(l ** j * exact(t) for l, t in zip(lam, tea.D)) for j in range(1, L + 1)]
+    Tl = [sum(l ** j * exact(t) for l, t in zip(lam, tea.T, strict=True)) for j in range(1, L + 1)]
+    Dl = [sum(l ** j * exact(t) for l, t in zip(lam, tea.D, strict=True)) for j in range(1, L + 1)]
     J4, _ = dp.plateau_kronecker(M, Tl, Dl, spec.charpoly[:L], eta=sp.Rational(1, 10))
     fp = P.plateau_fixed_point(M, spec, tea, Fraction(1, 10), 1, dps=30)
     with MpmathContext(30) as ctx:
@@ -109,8 +109,8 @@ def test_escape_eigenvalue_in_ansatz_linearisation_M3(M):
     lam = spec.eigenvalues
     T_modes = [sp.Rational(1, L) + sp.Rational(k, 100) for k in range(L)]
     D_modes = [sp.Rational(3 - 2 * k, 100) for k in range(L)]
-    Tl = [sum(l ** j * t for l, t in zip(lam, T_modes)) for j in range(1, L + 1)]
-    Dl = [sum(l ** j * d for l, d in zip(lam, D_modes)) for j in range(1, L + 1)]
+    Tl = [sum(l ** j * t for l, t in zip(lam, T_modes, strict=True)) for j in range(1, L + 1)]
+    Dl = [sum(l ** j * d for l, d in zip(lam, D_modes, strict=True)) for j in range(1, L + 1)]
     J4, _ = dp.plateau_kronecker(M, Tl, Dl, spec.charpoly[:L], eta=sp.Rational(1, 10))
     lam_esc = sp.N(dp.escape_eigenvalue(sp.Rational(1, 10), M, Tl[0], Dl[0], Tl[1], Dl[1]), 40)
     with mpmath.workdps(40):

@@ -119,7 +119,7 @@ def test_relu_teacher_noisy_plateau_escape_rate_is_the_odes(L):
         return
     start = ode_starts(prob, T_packed, n_best=1)[0]
     fp = [r["y"][k, j] for k in range(L) for j in (0, 1, 4)]
-    assert max(abs(a - float(b)) for a, b in zip(start, fp)) < 1e-5
+    assert max(abs(a - float(b)) for a, b in zip(start, fp, strict=True)) < 1e-5
 
 
 @pytest.mark.second_basis
@@ -266,4 +266,5 @@ def test_numeric_asymptotic_spectrum_of_the_linear_model():
         want = sorted([-c * mpmath.mpf(1) / 2 * x for x in lam for c in (1, 2)], reverse=True)
         got = [z.real for z in r["eigenvalues"]]
         assert all(abs(z.imag) < 1e-30 for z in r["eigenvalues"])
-        assert all(abs(a - b) < mpmath.mpf(10) ** -25 * abs(b) for a, b in zip(got, want))
+        assert all(abs(a - b) < mpmath.mpf(10) ** -25 * abs(b)
+                   for a, b in zip(got, want, strict=True))

@@ -31,12 +31,13 @@ def test_an_unwritable_output_fails_before_any_work(tmp_path, capsys, monkeypatc
         raise AssertionError("work started before the output path was checked")
     monkeypatch.setattr(odes, "integrate_problem", forbidden)
     monkeypatch.setattr(sim, "simulate", forbidden)
-    started = time.perf_counter()
+    started = time.process_time()
     code, out, err = run_cli(args + ["-o", _nowhere(tmp_path)], capsys)
     lines = err.strip().splitlines()
     assert code == 2 and out == "", err
     assert len(lines) == 1 and "does not exist" in lines[0] and "-o" in lines[0], err
-    assert time.perf_counter() - started < 5
+    # CPU time, in process, so that a loaded machine cannot fail it
+    assert time.process_time() - started < 5
 
 
 def test_an_output_that_is_a_directory_or_read_only_is_refused(tmp_path, capsys):

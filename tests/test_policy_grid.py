@@ -31,7 +31,7 @@ def test_a_grid_not_starting_at_zero_is_integrated_from_zero():
     exact = modes_solution(sp, Fraction(1, 2), order=2, sigma_J=Fraction(1, 10))
     assert traj.alpha == pytest.approx(list(alphas), rel=0, abs=0)
     assert len(traj.eps_g) == len(alphas) and traj.R1.shape[0] == len(alphas)
-    for a, e in zip(alphas, traj.eps_float()):
+    for a, e in zip(alphas, traj.eps_float(), strict=True):
         assert e == pytest.approx(exact.eps_g(a), rel=1e-9)
 
 

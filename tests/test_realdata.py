@@ -6,6 +6,9 @@ from scipy.stats import ortho_group
 from solvers.theory import realdata as rd
 
 pytestmark = [pytest.mark.simulation]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_realdata"))
 
 
 def _power_law_data(n, N, beta, seed):

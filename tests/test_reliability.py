@@ -49,7 +49,8 @@ def _levels_from_modes(lams, R, Q, T):
     """Exact levels X^(l) = sum_k lam_k^l X_k (l < L; T: l <= L) of scalar K = M = 1 modes."""
     L = len(lams)
     from solvers.app.spec import _decimal
-    lv = lambda X, top: [[[_decimal(sum(Fraction(l) ** j * x for l, x in zip(lams, X)))]]  # noqa
+    lv = lambda X, top: [[[_decimal(sum(Fraction(l) ** j * x
+                                        for l, x in zip(lams, X, strict=True)))]]  # noqa
                          for j in range(top)]
     return lv(R, L), lv(Q, L), lv(T, L + 1)
 
@@ -215,7 +216,7 @@ def test_fixed_dps_result_carries_its_verified_digits(tmp_path, capsys):
     assert res["alpha"] == [0.0, 50.0]
     ref = integrate_problem(problem_of(load_spec(path)), res["alpha"], basis="modes",
                             arithmetic="float64", rtol=1e-15)
-    for a, b in zip(res["eps_g"], ref.eps_g):
+    for a, b in zip(res["eps_g"], ref.eps_g, strict=True):
         assert a > 0 and abs(a - float(b)) <= 1e-11 * float(b)
 
 

@@ -113,6 +113,19 @@ def test_relu_converges_on_both_default_routes(cache):
     assert np.max(np.abs(a - b) / b) < 1e-5
 
 
+def test_relu_flint_levels_agree_with_modes_small(cache):
+    """The flint level route of a ReLU student in the default run (~5 s of CPU): the same
+    student to α = 20 (ε_g down to ~0.16 of its start, before the fields align) at 6 digits,
+    float64 modes (RK7(8)) against dps = "auto" levels (flint, Taylor series): 1e-5 relative,
+    as in the full-size test above (each route claims 6 digits)."""
+    modes = solve_spec(_random_spec(20, "modes", "float64", 6))
+    levels = solve_spec(_random_spec(20, "levels", "auto", 6))
+    assert levels["meta"]["route"].startswith("levels/flint")
+    a, b = np.array(modes["eps_g"]), np.array(levels["eps_g"], dtype=float)
+    assert a[-1] < 0.5 * a[0]                  # it learns: not a comparison of two flat curves
+    assert np.max(np.abs(a - b) / b) < 1e-5
+
+
 @pytest.mark.full
 def test_relu_from_a_specialised_start_follows_sgd(cache):
     """J = 0.4 B + noise (K = M = 2, L = 4, η = 0.3, N = 1024), α ≤ 250 (ε_g falls ~3000-fold;

@@ -76,7 +76,7 @@ def test_power_schedule_against_the_written_out_linear_odes(cache, basis):
     ref = _power_reference("0.3", "0.5", "0.75", alphas)
     # the solve claims 12 verified digits; the reference carries ~30
     with mpmath.workdps(30):
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(r), (g, r)
     # not vacuous: the constant-η curve differs far beyond that
     const = solve_spec(parse_spec(_linear_doc(None, basis, alphas)))

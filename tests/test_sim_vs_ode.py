@@ -20,6 +20,9 @@ from solvers.core.problem import Problem, explicit_init
 from solvers.sim.simulate import simulate
 
 pytestmark = [pytest.mark.simulation]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_sim_vs_ode"))
 
 SEEDS = range(12)
 ETA = Fraction(1, 2)

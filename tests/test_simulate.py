@@ -115,9 +115,10 @@ def test_simulate_many_matches_sequential_in_order(generator):
     seeds = [3, 1]
     par = simulate_many(seeds, n_jobs=2, **kw)
     assert [r.seed for r in par] == seeds
-    for r, s in zip(par, seeds):
+    for r, s in zip(par, seeds, strict=True):
         assert _identical(r, simulate(seed=s, **kw))
-    assert all(_identical(a, b) for a, b in zip(simulate_many(seeds, n_jobs=1, **kw), par))
+    assert all(_identical(a, b)
+               for a, b in zip(simulate_many(seeds, n_jobs=1, **kw), par, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------

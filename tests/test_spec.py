@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import pairwise
 
 import pytest
 
@@ -122,7 +123,7 @@ def test_alpha_grid(spacing, first):
     grid = spec.solve.alpha_grid()
     assert len(grid) == 50 and grid[-1] == 100.0
     assert grid[0] == pytest.approx(first)
-    assert all(b > a for a, b in zip(grid, grid[1:]))
+    assert all(b > a for a, b in pairwise(grid))
 
 
 def test_alphas_given():

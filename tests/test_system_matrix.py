@@ -42,6 +42,9 @@ from solvers.hierarchy.odes import agreement_digits, integrate_problem
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.closed_form,
               pytest.mark.higher_precision]  # oracle (tests/conftest.py)
+# one xdist worker runs the whole module: its module-scoped fixture is computed once (make test
+# runs --dist loadgroup)
+pytestmark.append(pytest.mark.xdist_group("test_system_matrix"))
 
 DIGITS = 12                       # [solve] digits of these runs (the default before "auto")
 REPO = Path(__file__).resolve().parents[1]

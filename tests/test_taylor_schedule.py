@@ -53,7 +53,7 @@ def test_rate_series_is_the_taylor_series_of_the_closed_form(a0, p, t):
         # mpmath's numerical derivatives at 80 digits carry well over 30 (an exact zero for p = 0
         # must come out as one)
         for mine, ref in ((s, ref_s), (q, ref_q)):
-            for k, (x, y) in enumerate(zip(mine, ref)):
+            for k, (x, y) in enumerate(zip(mine, ref, strict=True)):
                 assert abs(x - y) <= mpmath.mpf(10) ** -30 * max(abs(y), 10 ** -60), (k, x, y)
 
 
@@ -107,7 +107,7 @@ def test_auto_solve_of_a_power_schedule_runs_the_taylor_route_verified():
     assert len(got) == len(ref.eps_g) == 3
     # 12 claimed digits: two units of the last one
     with mpmath.workdps(40):
-        for g, r in zip(got, ref.eps_g):
+        for g, r in zip(got, ref.eps_g, strict=True):
             assert abs(g - r) <= 2 * mpmath.mpf(10) ** -digits * abs(r), (g, r)
 
 
@@ -136,8 +136,8 @@ def test_the_jets_carry_exactly_one_factor_eta_in_a_and_none_in_f():
             outs.append(series)
         tol = ctx.convert(10) ** -35   # 40 digits, a few roundings of O(1) numbers
         n_checked = 0
-        for with_eta, without in zip(*outs):
-            for i, (x, y) in enumerate(zip(with_eta, without)):
+        for with_eta, without in zip(*outs, strict=True):
+            for i, (x, y) in enumerate(zip(with_eta, without, strict=True)):
                 want = eta * y if i < n_a else y
                 assert abs(x - want) <= tol * (1 + abs(want)), (i, x, want)
                 n_checked += not (want == 0)

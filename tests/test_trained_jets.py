@@ -95,10 +95,10 @@ def test_taylor_matches_object_array_rk78(case):
     # 1e-3..1e-1 a missing or wrong readout term would change ε_g and v by over α ~ 1
     tol = 100 * rtol
     with mpmath.workdps(dps):
-        for a, b in zip(got.eps_g, ref.eps_g):
+        for a, b in zip(got.eps_g, ref.eps_g, strict=True):
             assert _rel(a, b) <= tol, (case, a, b)
-        for vg, vr in zip(got.readouts, ref.readouts):
-            for x, y in zip(vg, vr):
+        for vg, vr in zip(got.readouts, ref.readouts, strict=True):
+            for x, y in zip(vg, vr, strict=True):
                 assert _rel(mpmath.mpf(x.mid()), mpmath.mpf(y.mid())) <= tol, (case, x, y)
     # the readout moved (the comparison is not of two constant v)
     assert abs(float(got.readouts[-1][0].mid()) - float(got.readouts[0][0].mid())) > 1e-4
@@ -140,9 +140,9 @@ def test_arb_mat_rhs_equals_object_array_rhs(basis):
             for r in range(len(y0)):
                 # per row: its entries span that row's scale; rounding is 10^-dps of it
                 scale = max(abs(mpmath.mpf(x.mid())) for x in want[r])
-                for a, b in zip(got[r], want[r]):
+                for a, b in zip(got[r], want[r], strict=True):
                     assert abs(mpmath.mpf((a - b).mid())) <= mpmath.mpf(10) ** (5 - dps) * scale
-            for a, b in zip(got_v, dv):
+            for a, b in zip(got_v, dv, strict=True):
                 assert _rel(mpmath.mpf(a.mid()), mpmath.mpf(b.mid())) <= mpmath.mpf(10) ** (5 - dps)
             # the padding of row L stays zero
             assert all(out[len(y0), j] == 0 for j in range(key.K, mod.N_STATE))
@@ -169,8 +169,8 @@ def test_arb_mat_rk78_matches_object_array_rk78():
     # the error norms differ slightly (row L's zero padding enters the rms), so the step
     # sequences differ: each run is within ~rtol per step, 100 x rtol over the run
     with mpmath.workdps(30):
-        for a, b in zip(got.eps_g, ref.eps_g):
+        for a, b in zip(got.eps_g, ref.eps_g, strict=True):
             assert _rel(a, b) <= 100 * rtol, (a, b)
-        for vg, vr in zip(got.readouts, ref.readouts):
-            for x, y in zip(vg, vr):
+        for vg, vr in zip(got.readouts, ref.readouts, strict=True):
+            for x, y in zip(vg, vr, strict=True):
                 assert _rel(mpmath.mpf(x.mid()), mpmath.mpf(y.mid())) <= 100 * rtol, (x, y)

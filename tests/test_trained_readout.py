@@ -79,8 +79,8 @@ def _point(K, M, seed):
 
 def _flat(R, Q, T, K, M):
     iu, it = np.triu_indices(K), np.triu_indices(M)
-    return (list(R.reshape(-1)) + [Q[i, j] for i, j in zip(*iu)],
-            [T[n, m] for n, m in zip(*it)])
+    return (list(R.reshape(-1)) + [Q[i, j] for i, j in zip(*iu, strict=True)],
+            [T[n, m] for n, m in zip(*it, strict=True)])
 
 
 # -- the printed equations ---------------------------------------------------------------------
@@ -102,7 +102,7 @@ def test_trained_rhs_at_the_fixed_readouts_is_the_fixed_system(cache, student, t
         want = fixed.rhs_modes(y, *args, noise=c(Fraction(1, 10)), decay=c(Fraction(1, 20)))
         got = trained.rhs_modes(y, *args, noise=c(Fraction(1, 10)), decay=c(Fraction(1, 20)),
                                 readout=v)
-        for a, b in zip(got.reshape(-1), want.reshape(-1)):
+        for a, b in zip(got.reshape(-1), want.reshape(-1), strict=True):
             assert abs(a - b) <= mpmath.mpf(10) ** -36 * (1 + abs(b)), (a, b)
         e1 = fixed.eps_g(y[0], t[0], ctx)
         e2 = trained.eps_g(np.concatenate([y[0], v]), t[0], ctx)
@@ -300,7 +300,7 @@ def test_trained_schedules_and_vanishing_eta_v(cache, student, teacher):
     _, still = _run(_doc(student, teacher, 1, 1, 7, eta_v="1e-40"), (student, teacher, "1e-40"))
     fixed = [mpmath.mpf(e) for e in solvers.solve(_doc(student, teacher, 1, 1, 7,
                                                        trained=False)).eps_g]
-    for a, b in zip(still, fixed):
+    for a, b in zip(still, fixed, strict=True):
         assert abs(a - b) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(b), (student, teacher, a, b)
 
 
@@ -331,7 +331,7 @@ def _power_law_doc(L, basis, digits=10):
 def _levels_vs_modes(L):
     lv = solvers.solve(_power_law_doc(L, "levels"))
     md = solvers.solve(_power_law_doc(L, "modes"))
-    for a, b in zip(lv.eps_g, md.eps_g):
+    for a, b in zip(lv.eps_g, md.eps_g, strict=True):
         # each claims 10 verified digits
         assert abs(a - b) <= 2e-10 * abs(b), (L, a, b)
     assert np.allclose(lv.v, md.v, rtol=1e-10, atol=0), (L, lv.v, md.v)

@@ -53,9 +53,10 @@ def test_linear_window_paper_size_runs_fast(tmp_path, capsys):
     """The paper's window figure (L = 4096, beta = 1, eta = 0.05) was refused: validation sized
     a level-basis trajectory at dps 10672 (23.7 GiB) that the window never computes."""
     path = write_spec(tmp_path, LINEAR.format(L=4096, beta=1.0))
-    started = time.perf_counter()
+    started = time.process_time()
     code, out, err = run_cli(["linear", "window", path, "--json"], capsys)
-    assert time.perf_counter() - started < 10, "the window is O(L) float64 work"
+    # CPU time, in process, so that a loaded machine cannot fail it
+    assert time.process_time() - started < 10, "the window is O(L) float64 work"
     assert code == 0, err
     res = json.loads(out)
     # the local exponent at the window's centre tends to beta/(1+beta) = 1/2 as L grows
@@ -242,10 +243,10 @@ def test_kernel_levels_spectrum_without_sympy_matches_exact():
         assert list(new.mult) == list(ref.mult)
         # float64: both correctly rounded from >= 20 digits: equal, or 1 ulp apart after a
         # double rounding of the reference (20 digits, then float)
-        assert max(abs(a - b) / a for a, b in zip(ref.lam, new.lam)) <= 2.3e-16
+        assert max(abs(a - b) / a for a, b in zip(ref.lam, new.lam, strict=True)) <= 2.3e-16
         with mpmath.workdps(50):
             r, n = ref.mp_values()[0], new.mp_values()[0]
-            assert max(abs(a - b) / a for a, b in zip(r, n)) < mpmath.mpf(10) ** -45
+            assert max(abs(a - b) / a for a, b in zip(r, n, strict=True)) < mpmath.mpf(10) ** -45
 
 
 def test_kernel_data_at_large_L_runs(tmp_path, capsys):
@@ -292,13 +293,15 @@ def test_kernel_mc_sized_before_any_work(tmp_path, capsys, mc, fragments):
 
 def test_kernel_mc_estimate_is_honest():
     """The Monte-Carlo estimate against a measured run (same machine, same process): within a
-    factor 20 either way (the estimate is for an idle machine; the suite runs loaded)."""
+    factor 20 either way.  The estimate is the time on an idle machine, i.e. the CPU time of
+    the run (measured so: a loaded machine stretches the wall time, not the CPU time; the
+    factor covers a second BLAS thread and another CPU model)."""
     from solvers.app.cli.kernel import mc_seconds
     from solvers.theory.kernel import kernel_mc, power_law
     spec = power_law(2, 3000, 2)
-    started = time.perf_counter()
+    started = time.process_time()
     kernel_mc(spec, [200, 400], ridge=0.01, noise=0.0, trials=4)
-    took = time.perf_counter() - started
+    took = time.process_time() - started
     est = mc_seconds(spec, [200, 400], 4)
     assert est / 20 < took < est * 20, (est, took)
 

@@ -186,8 +186,8 @@ def _check_combination(student, teacher, K, M, subsets):
             if a in runs and b in runs:
                 # strictly larger at every α > 0 (module docstring); the difference at α = 1e-3
                 # is ~η²/B noise α ~ 5e-7 of ε, far above the 12 digits
-                assert all(x > y for x, y in zip(runs[a][1:], runs[b][1:])), (student, teacher,
-                                                                              K, M, a, b)
+                assert all(x > y for x, y in zip(runs[a][1:], runs[b][1:], strict=True)), \
+                    (student, teacher, K, M, a, b)
     return runs
 
 
@@ -218,7 +218,7 @@ def test_variant_matrix(cache, p, q):
     if (K, M) == (1, 1):
         # the second basis on the all-on run: each claims 12 verified digits
         modes = _run(student, teacher, K, M, 7, basis="modes")
-        for a, b in zip(runs[7], modes):
+        for a, b in zip(runs[7], modes, strict=True):
             assert abs(a - b) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(a), (student, teacher, a, b)
 
 
@@ -237,7 +237,7 @@ def test_schedules_with_every_pair(cache, student, teacher):
     const = _run(student, teacher, 1, 1, 7)
     steps = _run(student, teacher, 1, 1, 7, training=STEPS)
     tol = 2 * mpmath.mpf(10) ** -DIGITS
-    for a, b, alpha in zip(steps, const, ALPHAS):
+    for a, b, alpha in zip(steps, const, ALPHAS, strict=True):
         if alpha <= SWITCH:
             assert abs(a - b) <= tol * abs(b), (student, teacher, alpha, a, b)
         else:
@@ -262,7 +262,7 @@ def test_erf_student_K3_M3_explicit_init_solves_on_the_default_path(cache):
     ref_doc = _doc("erf", "erf", 3, 3, 0, alphas=[0, A_SMALL])
     ref_doc["solve"].update(basis="modes", dps="float64", digits=8)
     ref = [_mp(e) for e in solve(ref_doc).eps_g]
-    for a, b in zip(got, ref):
+    for a, b in zip(got, ref, strict=True):
         assert abs(a - b) <= 2 * mpmath.mpf(10) ** -8 * abs(b)
 
 
@@ -275,7 +275,7 @@ def test_erf_K2_M2_expected_init_solves_on_the_default_path(cache):
     ref = [_mp(e) for e in solve({**doc, "solve": {"alphas": [0, A_SMALL], "basis": "modes",
                                                    "dps": "float64", "digits": 8}}).eps_g]
     # float64 modes route (no Taylor jets), 8 digits asked
-    for a, b in zip(got, ref):
+    for a, b in zip(got, ref, strict=True):
         assert abs(a - b) <= 2 * mpmath.mpf(10) ** -8 * abs(b)
 
 
@@ -348,7 +348,7 @@ def test_variant_matrix_full(cache, p, q):
 
     # the second basis, each claiming 12 verified digits: two units of the 12th
     modes = _full_run(student, teacher, K, M, 15, basis="modes")
-    for a, b, alpha in zip(runs[15], modes, FULL_ALPHAS):
+    for a, b, alpha in zip(runs[15], modes, FULL_ALPHAS, strict=True):
         assert abs(a - b) <= 2 * mpmath.mpf(10) ** -DIGITS * abs(a), (tag, alpha, a, b)
 
     # weight decay at first order: ε_κ - ε_0 = -κ ∫η d/ds ε(sJ)|_{s=1} + O(α²) at α = A_DECAY;
@@ -366,7 +366,7 @@ def test_variant_matrix_full(cache, p, q):
     # the schedule: equal to constant η up to the switch (12 digits), apart after it (η drops
     # to 0.01 from 0.1, or from 0.02 for the cubic student, over the last quarter)
     tol = 2 * mpmath.mpf(10) ** -DIGITS
-    for a, b, alpha in zip(runs[15], runs[7], FULL_ALPHAS):
+    for a, b, alpha in zip(runs[15], runs[7], FULL_ALPHAS, strict=True):
         if alpha <= SWITCH:
             assert abs(a - b) <= tol * abs(b), (tag, alpha, a, b)
         else:
@@ -377,4 +377,5 @@ def test_variant_matrix_full(cache, p, q):
         rot = (p + q) % 16
         for a, b in ((15, 14), (rot, rot & ~1)):
             if a != b and a in runs and b in runs:
-                assert all(x > y for x, y in zip(runs[a][1:], runs[b][1:])), (tag, a, b)
+                assert all(x > y
+                           for x, y in zip(runs[a][1:], runs[b][1:], strict=True)), (tag, a, b)
