@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["fit_exponent", "MIN_POINTS"]
+__all__ = ["fit_exponent", "late_exponent", "MIN_POINTS"]
 
 MIN_POINTS = 6      # per fit of the whole window (each half needs 3 for a slope with scatter)
 
@@ -73,3 +73,17 @@ def fit_exponent(alpha, values, *, window=None, floor: float = 0.0) -> dict:
     return {"exponent": -slope, "uncertainty": math.hypot(se, drift), "standard_error": se,
             "drift": drift, "window": [float(a[keep].min()), float(a[keep].max())],
             "n_points": n}
+
+
+def late_exponent(alpha, values, *, floor: float = 0.0) -> dict:
+    """The ``late_exponent`` field of a curve's JSON: :func:`fit_exponent` on the last decade
+    of the grid, or, when the curve gives nothing to fit there, ``{"reason": ...}`` saying why
+    (a field that is always present and never null).  ``floor`` (a known limit of the curve)
+    is subtracted first and recorded."""
+    try:
+        out = fit_exponent(alpha, values, floor=floor)
+    except ValueError as e:
+        out = {"reason": str(e)}
+    if floor:
+        out["floor"] = float(floor)
+    return out
