@@ -59,6 +59,11 @@ def compare_spec(spec, progress: bool = False) -> dict:
     if len(seeds) > 1:
         out["theory_ensemble"] = {"seeds": seeds, "eps_g_runs": [t["eps_g"] for t in theories]}
     out.update(dev)
+    from solvers.theory.exponent import late_exponent
+    # the theory's fit is the first seed's (in "theory"); the simulation's, of the seeds' mean
+    sim_eps = sim["ensemble"]["eps_g_mean"] if "ensemble" in sim else sim["eps_g"]
+    out["late_exponent"] = {"theory": theories[0]["late_exponent"],
+                            "simulation": late_exponent(alphas, sim_eps)}
     if "v" in theories[0] and all("v" in r for r in runs):
         # a trained readout: the learned v against the simulation's, absolute (v is O(1))
         diff = [np.asarray(r["v"], float) - np.asarray(t["v"], float)
