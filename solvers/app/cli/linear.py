@@ -65,6 +65,11 @@ def checked_options(spec, command: str) -> dict:
         raise
     except ValueError as e:
         raise SpecError(f"{name}: {' '.join(str(e).split())}") from None
+    from solvers.app.sizing import announce, work_estimate
+    from solvers.app.validate import linear_work
+    secs, need, what = linear_work(spec, command, options["route"], options)
+    announce(work_estimate(f"linear {command}", what, f"{spec.solve.digits} digits", secs,
+                           need))
     return options
 
 

@@ -76,11 +76,17 @@ def _load(path, command="plateau"):
     a fixed point and float64 modes, not the ODE solve of [solve] basis and dps)."""
     from solvers.app.spec import SpecError, load_spec
     from solvers.app.validate import check_plateau
+    from solvers.app.sizing import announce, work_estimate
+    from solvers.app.validate import plateau_work
     spec = load_spec(path, extra_sections=("plateau", "asymptotic"), sizing=None)
+    sec = plateau_section(spec, command)
     try:
-        check_plateau(spec, command, plateau_section(spec, command))
+        check_plateau(spec, command, sec)
     except ValueError as e:
         raise SpecError(f"{spec.path}: {' '.join(str(e).split())}") from None
+    secs, need, route = plateau_work(spec, command, sec)
+    dps = (sec or {}).get("dps", 30)
+    announce(work_estimate(command, route, f"{dps} digits", secs, need))
     return spec
 
 
