@@ -43,34 +43,36 @@ def test_too_few_points_is_refused():
         fit_exponent([1, 2, 3, 4], [1, 0.5, 0.3, 0.25])
 
 
-def test_linear_curve_recovers_the_theory_exponent_at_the_window_centre(tmp_path, capsys):
-    """L = 256, β = 1, η = 0.1: the power-law window's centre is α ≈ 7.27 and the window's
-    approximation gives the local exponent 0.535 there (the asymptotic β/(1+β) = 0.5 is reached
-    only as L grows).  The fit on the exact curve over [centre/e, centre·e] recovers the local
-    exponent within its stated uncertainty, and that uncertainty (0.01) is small enough to tell
-    it from 0.5."""
+def _window_spec(tmp_path, L, n, tail=""):
+    """A linear K = M = 1 spec (β = 1, η = 0.1) on n points over [centre/e, centre·e] of its
+    power-law window."""
     from solvers.theory.linear import window_result
-    c = window_result(256, 1.0, 0.1)["alpha_centre"]
-    alphas = ", ".join(f"{x:.12g}" for x in np.geomspace(c / math.e, c * math.e, 22))
-    spec = write_spec(tmp_path, f"""
+    c = window_result(L, 1.0, 0.1)["alpha_centre"]
+    alphas = ", ".join(f"{x:.12g}" for x in np.geomspace(c / math.e, c * math.e, n))
+    return write_spec(tmp_path, f"""
 [model]
 activation = "linear"
 K = 1
 M = 1
 [data]
-L = 256
+L = {L}
 beta = 1.0
 [training]
 eta = 0.1
 init = "expected"
 [solve]
 alphas = [{alphas}]
-basis = "modes"
-dps = "float64"
-digits = 10
-[linear]
-route = "modes"
-""")
+{tail}""")
+
+
+def test_linear_curve_recovers_the_theory_exponent_at_the_window_centre(tmp_path, capsys):
+    """L = 256, β = 1, η = 0.1: the power-law window's centre is α ≈ 7.27 and the window's
+    approximation gives the local exponent 0.535 there (the asymptotic β/(1+β) = 0.5 is reached
+    only as L grows).  The fit on the exact curve over [centre/e, centre·e] recovers the local
+    exponent within its stated uncertainty, and that uncertainty (0.01) is small enough to tell
+    it from 0.5."""
+    spec = _window_spec(tmp_path, 256, 22, 'basis = "modes"\ndps = "float64"\ndigits = 10\n'
+                                           '[linear]\nroute = "modes"\n')
     code, out, err = run_cli(["linear", "curve", str(spec), "--json"], capsys)
     assert code == 0, err
     d = json.loads(out)
@@ -105,22 +107,7 @@ def test_solve_json_recovers_the_linear_theory_exponent(tmp_path, capsys):
     network's power-law window it agrees with the window approximation's local exponent at the
     centre within its stated uncertainty (the oracle of the ``linear curve`` test above)."""
     from solvers.theory.linear import window_result
-    c = window_result(64, 1.0, 0.1)["alpha_centre"]
-    alphas = ", ".join(f"{x:.12g}" for x in np.geomspace(c / math.e, c * math.e, 16))
-    spec = write_spec(tmp_path, f"""
-[model]
-activation = "linear"
-K = 1
-M = 1
-[data]
-L = 64
-beta = 1.0
-[training]
-eta = 0.1
-init = "expected"
-[solve]
-alphas = [{alphas}]
-""")
+    spec = _window_spec(tmp_path, 64, 16)
     code, out, err = run_cli(["solve", str(spec), "--json"], capsys)
     assert code == 0, err
     fit = json.loads(out)["late_exponent"]
@@ -134,16 +121,8 @@ def test_asymptotic_reports_the_ode_exponent_next_to_the_linearisation(tmp_path,
     last decade and the first-order linearisation's (a sum of exponentials from its eigen-
     decomposition, an independent route) agree within the fit's uncertainty; the approach is
     called exponential, at the smallest of the reported rates."""
-    spec = write_spec(tmp_path, """
-[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 4
-beta = 1.0
-N = 256
-[training]
+    from cli_support import erf_K2
+    spec = write_spec(tmp_path, erf_K2(4, 256) + """[training]
 eta = 0.5
 order = 1
 [solve]

@@ -150,7 +150,7 @@ def _check(tmp_path, requests, monkeypatch, estimate=_estimate):
     for name, (command, text) in requests.items():
         warm = tmp_path / f"{name}-warm.toml"
         warm.write_text(re.sub(r"alpha_max = \S+", "alpha_max = 1", text))
-        if warm.read_text() != text:        # the others have no cheap version: caches only
+        if command in ("solve", "simulate", "compare", "sweep"):   # the kernels' caches
             _measure(command, warm, tmp_path / f"{name}-warm.out")
         path = tmp_path / f"{name}.toml"
         path.write_text(text)

@@ -225,7 +225,10 @@ def load_document(doc: dict, name: str, with_mc: bool):
 # (block moments), i.e. ~1e-8 s per mode and P, but at least ~1e-6 s per group and P for
 # spectra with many distinct groups (explicit lists)
 _SECONDS_PER_MODE_P = 1e-8
-_FLOPS = 1e9                # one BLAS thread, dense products and Cholesky
+# one BLAS thread, dense products and Cholesky, as CPU time of whole kernel-mc runs: 200
+# trials of P = 16, 64, 256 over 500 modes took 0.9 s beyond the start-up where 1e9 flop/s
+# gave 8.3 s (BENCHMARKS.md, the sizing check across subcommands)
+_FLOPS = 8e9
 
 
 def mc_seconds(spec, Ps, trials) -> float:
