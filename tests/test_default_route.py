@@ -31,5 +31,6 @@ def test_the_default_route_is_modes_float64_and_its_digits_hold(tmp_path, capsys
     a, b = np.asarray(fast["eps_g"], float), np.asarray(ref["eps_g"], float)
     # the digits the fast route claims (at least 6) hold against the 12-digit reference; its
     # agreement_digits is the distance between the two runs of its pair, an estimate of the
-    # error good to a factor of a few, hence one digit of room (and still 6 digits at least)
-    assert np.max(np.abs(a - b) / b) < 10.0 ** -meta["agreement_digits"] * 10
+    # error good to a factor of a few, hence one digit of room, and never less than the 6
+    # digits asked
+    assert np.max(np.abs(a - b) / b) < min(10.0 ** -meta["agreement_digits"] * 10, 1e-6)
