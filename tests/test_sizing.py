@@ -6,7 +6,10 @@ must lie in [0.5, 2] (the fit points of the model lie within 0.69 .. 1.7, BENCHM
 
 The reference is the measurement itself; the estimate is computed before the run from the
 spec alone.  The default suite runs two requests (a solve and a simulation); ``make verify``
-runs twelve across solve (every route), simulate, compare and sweep.
+runs twelve across solve (every route), simulate, compare and sweep, and, in one more test,
+twelve across the other subcommands that announce an estimate (onestep-sim, plateau,
+asymptotic, floor, bayes, bayes transitions, kernel-mc, a ReLU solve) with a solve, a
+simulation, a compare and a sweep in the same run.
 
 Compiling the simulator's and the stiff solver's kernels is a one-time cost per cache (a few
 seconds) that the model leaves out: each request is run once at alpha_max = 1 first, untimed,
@@ -54,6 +57,64 @@ FULL_REQUESTS = {
 }
 
 
+# the other subcommands: (argv words before the spec, spec text); 1-10 s of CPU each
+_PLAIN_ERF = _spec(4, 0.5, 3000, training="order = 1").replace("[model]\n", "[model]\n"
+                                                                   "activation = \"erf\"\n")
+_BAYES = ("[bayes]\nactivation = \"cubic\"\nd = 100\ngamma = 1.0\nDelta = {Delta}\nbeta = 1.0\n"
+          "n_over_d = [1, 2, 3, 5, 7, 10, 14, 20, 30, 50, 70, 100, 140, 200, 300, 500]\n"
+          "features = [1, 2]\n")
+OTHER_REQUESTS = {
+    "solve-rodas4": ("solve", _spec(16, 0.5, 100)),
+    "simulate": ("simulate", _spec(4, 0.5, 200)),
+    "compare": ("compare", _spec(4, 0.5, 50)),
+    "sweep": ("sweep", _spec(4, 0.5, 30, tail="[sweep]\nn_jobs = 1\n[sweep.axes]\n"
+                                             "seed = [0, 1]\n")),
+    "solve-relu": ("solve", _spec(1, 0.5, 30).replace(
+        "[model]\n", "[model]\nstudent_activation = \"relu\"\nteacher_activation = \"relu\"\n")
+        .replace("sigma_J = 0.1", "sigma_J = 0.3")),
+    "onestep-sim": ("onestep-sim", "[onestep]\nstudent_activation = \"tanh\"\n"
+                    "target_activation = \"tanh\"\nalpha0 = 0.5\neta = 1.0\nwidth = 1.0\n"
+                    "ridge = 0.01\nalpha = [0.5, 1, 3]\n[sim]\nd = 400\nseeds = 3\n"
+                    "kinds = [\"protocol\", \"srf\"]\n"),
+    "plateau": ("plateau", _spec(16, 0.1, 3000).replace("K = 2\nM = 2",
+                                                        "activation = \"erf\"\nK = 2\nM = 2")),
+    "asymptotic": ("asymptotic", _PLAIN_ERF + "[asymptotic]\nalpha0 = 1500\n"),
+    "floor": ("floor", _PLAIN_ERF.replace("order = 1", "noise = 0.01")),
+    "bayes": ("bayes", _BAYES.format(Delta=0.1)),
+    "bayes-transitions": ("bayes transitions", _BAYES.format(Delta=0.01)),
+    "kernel-mc": ("kernel-mc", "[kernel]\na = 2.0\nM = 500\ntarget_b = 2.0\nridge = 1e-2\n"
+                  "noise = 1e-2\nP = [16, 64, 256]\n[mc]\ntrials = 200\n"),
+}
+
+
+def _other_estimate(command, path):
+    """The Estimate the command announces, from the functions its CLI sizes by."""
+    from solvers.app import sizing
+    if command in ("plateau", "asymptotic", "floor"):
+        from solvers.app.cli.plateau import plateau_section
+        from solvers.app.spec import load_spec
+        from solvers.app.validate import plateau_work
+        spec = load_spec(path, extra_sections=("plateau", "asymptotic"), sizing=None)
+        secs, need, route = plateau_work(spec, command, plateau_section(spec, command))
+        return sizing.work_estimate(command, route, "", secs, need)
+    if command.startswith("bayes"):
+        from solvers.app.cli import bayes
+        st, sec = bayes.load(path)
+        secs = bayes.transition_seconds(st, sec["features"]) if " " in command else \
+            sec["_seconds"]
+        return sizing.work_estimate(command, "", "", secs)
+    if command == "kernel-mc":
+        from solvers.app.cli import kernel
+        _, k, _ = kernel.load(path, with_mc=True)
+        return sizing.work_estimate(command, "", "", sum(k["_seconds"]))
+    if command == "onestep-sim":
+        from solvers.app.cli.onestep import _load, sim_bytes
+        st, sec, sim = _load(path, True)
+        alphas = list(sec["alpha"])
+        return sizing.onestep_sim_estimate(st, alphas, sim, sim_bytes(st, alphas, sim))
+    return _estimate(command, path)
+
+
 def _estimate(command, path):
     from solvers.app import sizing
     from solvers.app.simulation import simulate_options
@@ -71,7 +132,7 @@ def _estimate(command, path):
 
 
 def _measure(command, path, out):
-    args = [SCALING_ODES, command, str(path)] + (
+    args = [SCALING_ODES, *command.split(), str(path)] + (
         ["--out", str(out)] if command == "sweep" else ["-o", str(out)])
     # serial pairs: the CPU time is the same either way, and two concurrent requests of other
     # users then cannot starve a forked child
@@ -83,16 +144,17 @@ def _measure(command, path, out):
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
-def _check(tmp_path, requests, monkeypatch):
+def _check(tmp_path, requests, monkeypatch, estimate=_estimate):
     monkeypatch.setenv("SCALING_ODES_SERIAL", "1")      # the estimate of the same setting
     ratios = {}
     for name, (command, text) in requests.items():
         warm = tmp_path / f"{name}-warm.toml"
         warm.write_text(re.sub(r"alpha_max = \S+", "alpha_max = 1", text))
-        _measure(command, warm, tmp_path / f"{name}-warm.out")
+        if command in ("solve", "simulate", "compare", "sweep"):   # the kernels' caches
+            _measure(command, warm, tmp_path / f"{name}-warm.out")
         path = tmp_path / f"{name}.toml"
         path.write_text(text)
-        est = _estimate(command, path)
+        est = estimate(command, path)
         cpu = _measure(command, path, tmp_path / f"{name}.out")
         ratios[name] = (round(cpu / est.cpu_s, 2), round(cpu, 2), round(est.cpu_s, 2),
                         est.route)
@@ -108,6 +170,14 @@ def test_estimates_match_measured_cpu_time(tmp_path, monkeypatch):
 @pytest.mark.full
 def test_estimates_match_measured_cpu_time_across_commands(tmp_path, monkeypatch):
     _check(tmp_path, FULL_REQUESTS, monkeypatch)
+
+
+@pytest.mark.full
+def test_estimates_match_measured_cpu_time_across_subcommands(tmp_path, monkeypatch):
+    """Twelve requests of eleven subcommands and routes in one run (the ReLU solve: the
+    orthant-probability right-hand side, sized ~40x erf's)."""
+    assert len({c for c, _ in OTHER_REQUESTS.values()}) >= 10
+    _check(tmp_path, OTHER_REQUESTS, monkeypatch, _other_estimate)
 
 
 def test_the_estimate_is_announced_and_the_refusal_comes_from_it(tmp_path, capsys,

@@ -131,8 +131,13 @@ def compare_spec(spec, progress: bool = False) -> dict:
             "from_start": deviation([e[k0 + 1:] for e in eps_th], late_sim, spec.data.N),
             # the restarted ODE's eps_g at alpha0 against the run's: rounding only
             "eps_g_alpha0_mismatch": max(abs(float(t["eps_g"][0]) - r[k0])
-                                         for t, r in zip(restarted, eps_sim))}
+                                         for t, r in zip(restarted, eps_sim, strict=True))}
         out.update(deviation([curve(t["eps_g"]) for t in restarted], late_sim, spec.data.N))
+    from solvers.theory.exponent import late_exponent
+    # the theory's fit is the first seed's (in "theory"); the simulation's, of the seeds' mean
+    sim_eps = sim["ensemble"]["eps_g_mean"] if "ensemble" in sim else sim["eps_g"]
+    out["late_exponent"] = {"theory": theories[0]["late_exponent"],
+                            "simulation": late_exponent(alphas, sim_eps)}
     if "v" in theories[0] and all("v" in r for r in runs):
         # a trained readout: the learned v against the simulation's, absolute (v is O(1))
         diff = [np.asarray(r["v"], float) - np.asarray(t["v"], float)

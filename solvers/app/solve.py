@@ -22,6 +22,7 @@ from solvers.core.problem import Problem, expected_init, explicit_init, random_i
 from solvers.integrators.rk78 import IntegrationError
 from solvers.app.spec import Spec, refuse_training_options, resolved_spec
 from solvers.app.spectrum import spectrum_of  # noqa: F401  (public here too)
+from solvers.theory.exponent import late_exponent
 
 
 
@@ -130,6 +131,8 @@ def solve_spec(spec: Spec, progress=None) -> dict:
         "Q1": np.asarray(traj.Q1[skip:]).tolist(),
         # a trained readout's v_1..v_K at every alpha
         **({"v": traj.v[skip:].tolist()} if traj.v is not None else {}),
+        # the exponent fitted on the grid's last decade, with its uncertainty
+        "late_exponent": late_exponent(grid, [float(e) for e in eps]),
         "meta": {
             "version": __version__,
             "basis": traj.basis,

@@ -332,36 +332,47 @@ def check_solve(spec) -> None:
 # ---- plateau, asymptotic ----------------------------------------------------------------------
 
 def plateau_seconds(spec) -> float:
-    """``plateau`` / ``asymptotic``: the exact spectrum, the symmetric fixed point and its
-    Jacobian at ``[plateau] dps`` over L levels, and the spec's trajectory in float64 modes
-    (never the [solve] basis and dps).  Measured (erf K = M = 2, default dps, one core, loaded):
-    3.0 / 5.3 / 15.8 s CPU at L = 8 / 16 / 32; extrapolated as L^2.5 (a dense Jacobian of
-    L levels is diagonalised) and (M/2)^4 in the width."""
+    """``plateau`` / ``asymptotic`` on the erf closed forms: the exact spectrum, the symmetric
+    fixed point and its Jacobian at ``[plateau] dps`` over L levels, and the spec's trajectory
+    in float64 modes (never the [solve] basis and dps); CPU seconds of the work, the process
+    start-up excluded.  Measured (erf K = M = 2, default dps, whole processes): 3.0 / 5.3 /
+    15.8 s CPU at L = 8 / 16 / 32, and asymptotic 3.3 s at L = 4: about 2 + 2.2e-3 L^2.5 (a
+    dense Jacobian of L levels is diagonalised) and (M/2)^4 in the width."""
     d, m = spec.data, spec.model
-    return spectrum_seconds(d.L, d.beta) + 16.0 * max(1.0, d.L / 32) ** 2.5 * \
+    return spectrum_seconds(d.L, d.beta) + (2.0 + 2.2e-3 * d.L ** 2.5) * \
         max(1.0, m.M / 2) ** 4
 
 
-def check_plateau(spec, command: str, sec: dict | None = None) -> None:
-    """Size ``plateau`` / ``asymptotic`` by the route that will run (ValueError with the
-    estimate): the erf closed forms, or the numeric route of solvers.theory.variants.
+def plateau_work(spec, command: str, sec: dict | None = None) -> tuple[float, float, str]:
+    """(seconds, bytes, route) of ``plateau`` / ``asymptotic`` / ``floor`` by the route that
+    will run: the erf closed forms, or the numeric route of solvers.theory.variants.
     ``sec``: the command's validated section (``plateau_section``; None: its defaults)."""
     from solvers.theory.variants import closed_form_applies, numeric_seconds
     d, m = spec.data, spec.model
     sec = {"dps": 30} if sec is None else sec
-    if closed_form_applies(spec, sec.get("teacher", "symmetrised")):
+    if command != "floor" and closed_form_applies(spec, sec.get("teacher", "symmetrised")):
         est, route = plateau_seconds(spec), "fixed point and Jacobian over L levels"
     else:
         dps = sec["dps"]
-        est = spectrum_seconds(d.L, d.beta) + numeric_seconds(d.L, m.K, m.M, command, dps)
+        est = spectrum_seconds(d.L, d.beta) + numeric_seconds(
+            d.L, m.K, m.M, "plateau" if command == "plateau" else "asymptotic", dps)
         route = "numeric route: Newton fixed point and eigenvalues, verified by a rerun"
+    state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
+    need = 8.0 * (state * (spec.solve.n_points + 30) + 4 * state * state)
+    return est, need, route
+
+
+def check_plateau(spec, command: str, sec: dict | None = None) -> None:
+    """Size ``plateau`` / ``asymptotic`` / ``floor`` (:func:`plateau_work`; ValueError with
+    the estimate)."""
+    d, m = spec.data, spec.model
+    est, need, route = plateau_work(spec, command, sec)
     if est > time_limit():
         raise ValueError(f"[data] L = {d.L}, [model] K = {m.K}, M = {m.M}: {command} ({route}) "
                          f"would take about {_hours(est)} (limit "
                          f"{_hours(time_limit())}, SCALING_ODES_MAX_HOURS)")
-    state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
-    need = 8.0 * (state * (spec.solve.n_points + 30) + 4 * state * state)
     if need > memory_limit():
+        state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
         raise ValueError(f"[data] L = {d.L}: {command} needs about {_gib(need)} of memory "
                          f"(its Jacobian over {state} state entries; limit "
                          f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")

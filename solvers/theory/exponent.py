@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-__all__ = ["fit_exponent", "MIN_POINTS"]
+__all__ = ["fit_exponent", "late_exponent", "MIN_POINTS"]
 
 MIN_POINTS = 6      # per fit of the whole window (each half needs 3 for a slope with scatter)
 
@@ -73,3 +73,34 @@ def fit_exponent(alpha, values, *, window=None, floor: float = 0.0) -> dict:
     return {"exponent": -slope, "uncertainty": math.hypot(se, drift), "standard_error": se,
             "drift": drift, "window": [float(a[keep].min()), float(a[keep].max())],
             "n_points": n}
+
+
+def late_exponent(alpha, values, *, floor: float = 0.0, resolved: float = 1e-6) -> dict:
+    """The ``late_exponent`` field of a curve's JSON: :func:`fit_exponent` on the late part of
+    the curve, or, when it gives nothing to fit, ``{"reason": ...}`` saying why (a field that
+    is always present and never null).
+
+    The window is the last decade of the points whose excess over ``floor`` (a known limit of
+    the curve, subtracted and recorded) is resolved, above ``resolved`` times the value (a
+    curve that has reached its floor within its digits has no exponent left there); widened to
+    the last MIN_POINTS of them when the decade holds fewer."""
+    a = np.asarray(alpha, dtype=float)
+    v = np.asarray(values, dtype=float)
+    excess = v - float(floor)
+    ok = (a > 0) & np.isfinite(v) & (excess > resolved * np.abs(v))
+    out = {}
+    if ok.sum() >= MIN_POINTS:
+        pts = a[ok]
+        hi = float(pts.max())
+        lo = min(max(float(pts.min()), hi / 10), float(np.sort(pts)[-MIN_POINTS]))
+        try:
+            out = fit_exponent(a[ok], v[ok], window=(lo, hi) if lo < hi else None,
+                               floor=floor)
+        except ValueError as e:
+            out = {"reason": str(e)}
+    else:
+        out = {"reason": f"{int(ok.sum())} points of the curve lie resolved above its floor; "
+                         f"the fit needs at least {MIN_POINTS}"}
+    if floor:
+        out["floor"] = float(floor)
+    return out

@@ -47,9 +47,12 @@ MAX_POINTS = 10 ** 5           # n_over_d / alpha entries
 MAX_HERMITE_ORDER = 64         # highest Hermite order ℓ (tanh3 uses 61): ℓ! and a degree-ℓ g
 MAX_BETA = 50                  # readouts i^-2β: beyond, all but the first feature underflow
 # measured (cubic, one core, loaded machine): a point of the curve 0.26-0.38 s at k = 2e3..2e5
-# (vectorised over features: ~1.3e-6 s per feature at k = 2e5); a transition 3-6 s per feature
-_SECONDS_PER_POINT, _SECONDS_PER_POINT_FEATURE = 0.3, 1.5e-6
-_SECONDS_PER_TRANSITION, _SECONDS_PER_TRANSITION_FEATURE = 5.0, 2e-5
+# (vectorised over features: ~1.3e-6 s per feature at k = 2e5), and as CPU time of whole
+# processes 0.045 s at k = 100 (1 and 20 points: 1.2 and 2.05 s); a transition 0.73 s of CPU
+# per feature at k = 100, Δ = 0.1, 1.8 s at Δ = 0.01 and more than 14 s at Δ = 1e-4 (the
+# root search runs over more decades of n/d): the law grows as (0.1 / Δ)^(1/2) below 0.1
+_SECONDS_PER_POINT, _SECONDS_PER_POINT_FEATURE = 0.045, 1.5e-6
+_SECONDS_PER_TRANSITION, _SECONDS_PER_TRANSITION_FEATURE = 0.7, 2e-5
 # channel = "glm": 10-20 block iterations per point, each a Gaussian solve of the rest and a
 # global maximisation per GLM unit; measured CPU per point (cubic, β = 1, Δ = 0.1): 0.2-0.4 s with
 # 33 GLM units at k = 200, 0.54 s with 33 at k = 2000, 3.9 s with 200, 37 s with 2000 units
@@ -146,6 +149,7 @@ def load_document(doc: dict, name: str):
         raise section_error(name, "bayes", "glm_units goes with channel = \"glm\"")
     points = len(sec["n_over_d"] or sec["alpha"] or ())
     est = points * (_SECONDS_PER_POINT + k * _SECONDS_PER_POINT_FEATURE)
+    sec["_seconds"] = est       # announced by the curve (the estimate of the refusal below)
     if est > time_limit():
         raise section_error(name, "bayes", f"{points} points with k = {k} features: about "
                             f"{_hours(est)} (limit {_hours(time_limit())}, "
@@ -171,6 +175,7 @@ def load_document(doc: dict, name: str):
         units = st.mixed.G.size
         est = points * (_SECONDS_PER_GLM_POINT + units * _SECONDS_PER_GLM_UNIT
                         + _GLM_REST_SOLVES * k * _SECONDS_PER_POINT_FEATURE)
+        sec["_seconds"] = est
         if est > time_limit():
             raise section_error(name, "bayes", f"channel = \"glm\": {points} points with "
                                 f"{units} GLM units (k = {k}): about {_hours(est)} (limit "
@@ -206,6 +211,8 @@ def cmd_curve(args, st, sec) -> dict:
     from solvers.theory.bayes import curve
     _need_points(sec, str(args.spec))
     total = len(sec["n_over_d"] or sec["alpha"])
+    _announce("bayes", f"{total} point(s), k = {st.k} features, {st.channel} channel",
+              sec["_seconds"])
     with tqdm(total=total, desc="bayes", unit="pt", disable=None, leave=False) as bar:
         res = curve(st, n_over_d=sec["n_over_d"], alpha=sec["alpha"],
                     selection=sec["selection"], progress=bar.update)
@@ -221,11 +228,18 @@ def cmd_transitions(args, st, sec) -> dict:
         raise section_error(str(args.spec), "bayes", "transitions need channel = \"gaussian\" "
                             "(a GLM unit has no jump to locate); use the curve")
     features = sec["features"] or range(1, min(st.k, 5) + 1)
-    est = len(features) * (_SECONDS_PER_TRANSITION + st.k * _SECONDS_PER_TRANSITION_FEATURE)
+    est = transition_seconds(st, features)
     _check_time(est, f"{len(features)} feature(s) with k = {st.k}", str(args.spec))
+    _announce("bayes transitions", f"{len(features)} feature(s), k = {st.k}", est)
     res = transitions(st, sec["features"])
     res["readout_regime"] = _regime(st, res)
     return _finite(res, "transitions", str(args.spec))
+
+
+def transition_seconds(st, features) -> float:
+    """CPU seconds of ``bayes transitions`` for ``features`` (the constants above)."""
+    return len(features) * (_SECONDS_PER_TRANSITION + st.k * _SECONDS_PER_TRANSITION_FEATURE) \
+        * math.sqrt(0.1 / min(st.Delta, 0.1))
 
 
 def _regime(st, res, **kw) -> dict:
@@ -275,6 +289,12 @@ def cmd_limit(args, st, sec) -> dict:
 
 
 LIMIT_BETA_RANGES = ((0.01, 0.48), (0.501, 15.0))
+
+
+def _announce(command, route, seconds):
+    """The estimate line of the sizing model, from the numbers the refusals use."""
+    from solvers.app.sizing import announce, work_estimate
+    announce(work_estimate(command, route, "float64", seconds))
 
 
 def _check_time(est, what, name):

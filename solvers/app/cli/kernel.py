@@ -221,7 +221,10 @@ def load_document(doc: dict, name: str, with_mc: bool):
 # (block moments), i.e. ~1e-8 s per mode and P, but at least ~1e-6 s per group and P for
 # spectra with many distinct groups (explicit lists)
 _SECONDS_PER_MODE_P = 1e-8
-_FLOPS = 1e9                # one BLAS thread, dense products and Cholesky
+# one BLAS thread, dense products and Cholesky, as CPU time of whole kernel-mc runs: 200
+# trials of P = 16, 64, 256 over 500 modes took 0.9 s beyond the start-up where 1e9 flop/s
+# gave 8.3 s (BENCHMARKS.md, the sizing check across subcommands)
+_FLOPS = 8e9
 
 
 def mc_seconds(spec, Ps, trials) -> float:
@@ -243,6 +246,7 @@ def _check_size(name, spec, k, mc):
     from solvers.app.validate import _gib, _hours, memory_limit, time_limit
     Ps = k["P"]
     est = len(Ps) * (spec.modes * _SECONDS_PER_MODE_P + spec.groups * 1e-6)
+    k["_seconds"] = est, 0.0          # announced by the command (the refusals' estimate)
     if est > time_limit():
         raise section_error(name, "kernel", f"{len(Ps)} values of P with {spec.modes} modes "
                             f"({spec.groups} groups): about {_hours(est)} (limit "
@@ -266,6 +270,7 @@ def _check_size(name, spec, k, mc):
         raise section_error(name, "kernel", f"P = {Pmax} with {spec.modes} modes is too large "
                             f"for the Monte Carlo (P (P + M) > {MAX_ENTRIES:.0e} matrix entries)")
     est = mc_seconds(spec, Ps, mc["trials"])
+    k["_seconds"] = k["_seconds"][0], est
     if est > time_limit():
         raise section_error(name, "mc", f"trials = {mc['trials']} with P up to {Pmax} and "
                             f"{spec.modes} modes: about {_hours(est)} of Monte Carlo (limit "
@@ -296,9 +301,19 @@ def kernel_result(spec, k) -> dict:
     return res
 
 
+def _announce(command, spec, k, mc):
+    """The estimate line (solvers.app.sizing) from the numbers ``_check_size`` refuses by."""
+    from solvers.app.sizing import announce, work_estimate
+    theory, trials = k["_seconds"]
+    route = f"{len(k['P'])} P x {spec.modes} modes" + (
+        f", Monte Carlo {mc['trials']} trial(s)" if mc else "")
+    announce(work_estimate(command, route, "float64", theory + trials))
+
+
 def cmd_kernel(args) -> int:
     from solvers.app.cli.common import emit
     spec, k, _ = load(args.spec, with_mc=False)
+    _announce("kernel", spec, k, None)
     emit(kernel_result(spec, k), args)
     return 0
 
@@ -308,6 +323,7 @@ def cmd_kernel_mc(args) -> int:
     from solvers.app.cli.common import emit
     from solvers.theory.kernel import kernel_mc
     spec, k, mc = load(args.spec, with_mc=True)
+    _announce("kernel-mc", spec, k, mc)
     res = kernel_result(spec, k)
     started = time.perf_counter()
     bar = tqdm(total=len(k["P"]) * mc["trials"], desc="kernel-mc", unit="design",

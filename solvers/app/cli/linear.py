@@ -65,6 +65,11 @@ def checked_options(spec, command: str) -> dict:
         raise
     except ValueError as e:
         raise SpecError(f"{name}: {' '.join(str(e).split())}") from None
+    from solvers.app.sizing import announce, work_estimate
+    from solvers.app.validate import linear_work
+    secs, need, what = linear_work(spec, command, options["route"], options)
+    announce(work_estimate(f"linear {command}", what, f"{spec.solve.digits} digits", secs,
+                           need))
     return options
 
 
@@ -114,12 +119,8 @@ def _exponents(spec, alphas, eps) -> dict:
     """The curve's late exponent (solvers.theory.exponent: the last decade of the grid, with
     its uncertainty) and, on a power-law spectrum, the theory's beside it: β/(1+β) and the
     local exponent of the window's approximation at its centre (solvers.theory.linear)."""
-    from solvers.theory.exponent import fit_exponent
-    out = {}
-    try:
-        out["late_exponent"] = fit_exponent(alphas, [float(v) for v in eps])
-    except ValueError:
-        pass                            # too few points in the last decade: nothing to fit
+    from solvers.theory.exponent import late_exponent
+    out = {"late_exponent": late_exponent(alphas, [float(v) for v in eps])}
     d, t = spec.data, spec.training
     if d.beta is not None and d.beta > 0:
         from solvers.theory.linear import window_result

@@ -76,11 +76,17 @@ def _load(path, command="plateau"):
     a fixed point and float64 modes, not the ODE solve of [solve] basis and dps)."""
     from solvers.app.spec import SpecError, load_spec
     from solvers.app.validate import check_plateau
+    from solvers.app.sizing import announce, work_estimate
+    from solvers.app.validate import plateau_work
     spec = load_spec(path, extra_sections=("plateau", "asymptotic"), sizing=None)
+    sec = plateau_section(spec, command)
     try:
-        check_plateau(spec, command, plateau_section(spec, command))
+        check_plateau(spec, command, sec)
     except ValueError as e:
         raise SpecError(f"{spec.path}: {' '.join(str(e).split())}") from None
+    secs, need, route = plateau_work(spec, command, sec)
+    dps = (sec or {}).get("dps", 30)
+    announce(work_estimate(command, route, f"{dps} digits", secs, need))
     return spec
 
 
@@ -296,7 +302,7 @@ def asymptotic_result(spec) -> dict:
     from solvers.app.solve import problem_of
     sec = sections.read(spec, "asymptotic", sections.ASYMPTOTIC_SCHEMA)
     if not closed_form_route(spec):
-        return asymptotic_numeric_result(spec, sec)
+        return _with_exponents(asymptotic_numeric_result(spec, sec))
     problem = problem_of(spec)
     M = spec.model.M
     alpha0, after, states, eps, i0 = _trajectory_from(spec, sec, problem)
@@ -304,7 +310,7 @@ def asymptotic_result(spec) -> dict:
     R1, _ = level_one_R([states[i0]], problem.numeric(_f64()).lam, M)
     lin = FullLinearisation(problem, matched_permutation(R1[0], M))
     alphas = [alpha0] + after
-    return {
+    return _with_exponents({
         "rates": lin.rates(),
         "alpha": alphas,
         "eps_g": lin.eps_g(states[i0], alpha0, alphas),
@@ -312,7 +318,24 @@ def asymptotic_result(spec) -> dict:
         "alpha0": alpha0,
         "fixed_point_residual": lin.residual,
         "route": "closed form",
-    }
+    })
+
+
+def _with_exponents(out: dict) -> dict:
+    """The late exponent of the ODE's curve (above its floor, if any) next to the
+    linearisation's: its first-order curve fitted on the same window, and what it is in the
+    end, an exponential approach at the slowest rate, not a power law (L is finite)."""
+    from solvers.theory.exponent import late_exponent
+    floor = out.get("eps_floor", 0.0)
+    out["late_exponent"] = late_exponent(out["alpha"], out["eps_g_ode"], floor=floor)
+    out["exponent_theory"] = {
+        "linearisation": late_exponent(out["alpha"], [float(e) for e in out["eps_g"]],
+                                       floor=floor),
+        "approach": "exponential",
+        "slowest_rate": min(out["rates"]) if out["rates"] else 0.0,
+        "note": "the linearised eps_g is a sum of exp(-rate alpha): its exponent is local to "
+                "the window and grows without bound once the slowest rate dominates"}
+    return out
 
 
 def _trajectory_from(spec, sec, problem):

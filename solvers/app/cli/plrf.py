@@ -203,13 +203,21 @@ def run(kw: dict, verb: str) -> dict:
     from solvers.theory import plrf as T
     try:
         if verb == "curve":
-            return T.curve(kw["pb"], kw["r"], kw["route"], kw["seed"])
+            return _with_exponent(T.curve(kw["pb"], kw["r"], kw["route"], kw["seed"]))
         if verb == "simulate":
             return T.simulate(kw["pb"], kw["r"], kw["runs"], kw["seed"], kw["sim_seed"],
                               kw["inputs"])
         return _frontier(kw)
     except (T.Unstable, T.DEError) as exc:
         raise CliError(str(exc)) from None
+
+
+def _with_exponent(out: dict) -> dict:
+    """The curve's late exponent: p(r) - p_inf (the loss the curve tends to) fitted on the last
+    decade of r, with its uncertainty."""
+    from solvers.theory.exponent import late_exponent
+    out["late_exponent"] = late_exponent(out["r"], out["loss"], floor=out["meta"]["p_inf"])
+    return out
 
 
 def _frontier(kw: dict) -> dict:
