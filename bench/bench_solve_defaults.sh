@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-2}; shift
-lock=${BENCH_LOCK:-/work/tools/bench.lock}
+lock=${BENCH_LOCK:-${TMPDIR:-/tmp}/scaling-odes-bench.lock}
 out=$(mktemp -d)
 echo "| spec | mode | wall [s] | user + sys CPU [s] | dps, agreement digits, steps (checking run) | load before |"
 echo "|---|---|---:|---:|---|---|"
