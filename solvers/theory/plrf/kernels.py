@@ -159,32 +159,6 @@ def _pair(s, sig, b1, b2):
 
 
 @njit(cache=True, nogil=True)
-def weighted(s, sig, w, b):
-    """Σ_j w_j/(1+σ_j s) at each s (b: the packed moments of w)."""
-    j0, f_lo, f_hi, fc, fh, fm, c_first, c_last, cc, ch, cm = b
-    out = np.empty(s.size, dtype=np.complex128)
-    for p in range(s.size):
-        z = s[p]
-        acc = 0.0j
-        for j in range(j0):
-            acc += w[j] / (1.0 + sig[j] * z)
-        for k in range(cc.size):
-            v, ok = _series(z, cc[k], ch[k], cm[k], 1)
-            if ok:
-                acc += v
-                continue
-            for f in range(c_first[k], c_last[k]):
-                v, ok = _series(z, fc[f], fh[f], fm[f], 1)
-                if ok:
-                    acc += v
-                else:
-                    for j in range(f_lo[f], f_hi[f]):
-                        acc += w[j] / (1.0 + sig[j] * z)
-        out[p] = acc
-    return out
-
-
-@njit(cache=True, nogil=True)
 def _log_series(s, c, h, m):
     """Σ log(1+σs) over one block from the moments m of the weight 1: with u = (σ − c)/h and
     t = sh/(1 + cs), log(1+σs) = log(1+cs) + log(1 + ut) (both arguments in the upper half
@@ -210,29 +184,52 @@ def _log_series(s, c, h, m):
 
 
 @njit(cache=True, nogil=True)
-def logsum(s, sig, b):
-    """Σ_j log(1+σ_j s) at each s (Im s > 0; b: the packed moments of the weight 1)."""
+def _term(log, w, sig, z):
+    return cmath.log(1.0 + sig * z) if log else w / (1.0 + sig * z)
+
+
+@njit(cache=True, nogil=True)
+def _block(log, z, c, h, m):
+    return _log_series(z, c, h, m) if log else _series(z, c, h, m, 1)
+
+
+@njit(cache=True, nogil=True)
+def _blocked(s, sig, w, b, log):
+    """Σ_j w_j/(1+σ_j s) (``log`` False) or Σ_j log(1+σ_j s) (True, w unused) at each s:
+    plainly below j₀, by blocks above (b: the packed moments of w, or of the weight 1)."""
     j0, f_lo, f_hi, fc, fh, fm, c_first, c_last, cc, ch, cm = b
     out = np.empty(s.size, dtype=np.complex128)
     for p in range(s.size):
         z = s[p]
         acc = 0.0j
         for j in range(j0):
-            acc += cmath.log(1.0 + sig[j] * z)
+            acc += _term(log, w[j], sig[j], z)
         for k in range(cc.size):
-            v, ok = _log_series(z, cc[k], ch[k], cm[k])
+            v, ok = _block(log, z, cc[k], ch[k], cm[k])
             if ok:
                 acc += v
                 continue
             for f in range(c_first[k], c_last[k]):
-                v, ok = _log_series(z, fc[f], fh[f], fm[f])
+                v, ok = _block(log, z, fc[f], fh[f], fm[f])
                 if ok:
                     acc += v
                 else:
                     for j in range(f_lo[f], f_hi[f]):
-                        acc += cmath.log(1.0 + sig[j] * z)
+                        acc += _term(log, w[j], sig[j], z)
         out[p] = acc
     return out
+
+
+@njit(cache=True, nogil=True)
+def weighted(s, sig, w, b):
+    """Σ_j w_j/(1+σ_j s) at each s (b: the packed moments of w)."""
+    return _blocked(s, sig, w, b, False)
+
+
+@njit(cache=True, nogil=True)
+def logsum(s, sig, b):
+    """Σ_j log(1+σ_j s) at each s (Im s > 0; b: the packed moments of the weight 1)."""
+    return _blocked(s, sig, sig, b, True)
 
 
 @njit(cache=True, nogil=True)
