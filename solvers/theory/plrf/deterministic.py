@@ -10,7 +10,9 @@ The eigenvalue density is n(x) = (d/π) Im s(x + i0) (d eigenvalues).  The forci
 λ = 0 — the part of the target no feature reaches — of mass w₀ = Σ σ_j b_j²/(1 + c₀σ_j), with
 c₀ = s(0) the root of (1/d) Σ c₀σ_j/(1 + c₀σ_j) = 1 (it needs v > d), so P* = w₀/2; the rest
 of G is (s − c₀)/z · Σ σ_j² b_j²/((1 + σ_j s)(1 + σ_j c₀)), whose (1/π) Im is the forcing
-density.  Cells of a log grid in λ then feed the same recursion as the modes of one W.
+density.  Cells of a log grid in λ then feed the same recursion as the modes of one W; each
+carries the exact eigenvalue count of its range (:func:`counts`), its cells bisected where the
+midpoint rule misses that count (the isolated top eigenvalues, narrower than a cell at large d).
 
 s is found at z = x(1 + 10⁻⁷ i) by continuation in Im z (Newton from Im z = 10 down, keeping
 Im s > 0): reading it at a larger relative Im z would smear every isolated top eigenvalue over
