@@ -7,8 +7,10 @@ A ladder ``LO-HI`` is d = LO·2^(k/2) up to HI (nine sizes for a factor 16), v =
 B = 1, cells (250, 1000) per decade (``--quick``: the ladder 100-400 at (80, 250), rows Ia and
 Ib only).  The compute grid has 12 points per decade from 10³·(LO/100)² to 10¹²·(HI/1600)² (the
 grid of the 100-1600 ladder moved with the ladder: every predicted ξ is ≳ ⅓, mostly ≈ ½).
-Each row prints ξ ± se, η ± se (standard errors of the fit), the prediction, the number of
-refined minima and their range of d*, and the CPU seconds of the row (BLAS on one thread).
+Each row prints ξ and η ± their uncertainty (the fit's standard error and the ladder drift in
+quadrature), then the standard error alone and the values on the lower / upper sub-ladders;
+the prediction, the number of refined minima and their range of d*, the CPU seconds of the row
+(BLAS on one thread) and the process's peak resident memory so far.
 Rows with a noise-off control also print the noise share of the optimal loss,
 P*(noise)/P*(no noise) − 1 at the smallest → largest common f, and its growth with d*: where
 it is small the noise term, which defines phases III, IVa and IVb, does not set the optimum.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -62,6 +65,17 @@ def _pm(x, se):
     return f"{x:.3f} ± {se:.3f}" if math.isfinite(x) else "—"
 
 
+def _pm_drift(out, key):
+    """x ± (standard error ⊕ ladder drift), then the standard error alone and the lower /
+    upper sub-ladders' values."""
+    x, err, se, sub = out[key], out[f"{key}_err"], out[f"{key}_se"], out[f"{key}_sub"]
+    if not math.isfinite(x):
+        return "—"
+    if err is None:
+        return _pm(x, se)
+    return f"{x:.3f} ± {err:.3f} (se {se:.3f}; {sub[0]:.3f}/{sub[1]:.3f})"
+
+
 def noise_share(on, off) -> str:
     """How much the SGD noise raises the optimal loss, P*(noise)/P*(no noise) − 1, at the
     smallest and largest f both runs refined, and the slope of its log against log d* (the
@@ -85,6 +99,7 @@ def row(label, alpha, beta, noise, spec, cells):
     c0 = time.process_time()
     out = frontier(alpha, beta, ds, noise=noise, cells=cells, f=f_grid(ds))
     out["cpu"] = time.process_time() - c0
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return out
 
 
@@ -95,9 +110,9 @@ def line(label, alpha, beta, spec, out, share="") -> str:
     pxi = f"{pr['xi']:.3f}" if noise and pr["xi"] is not None else "—"
     peta = f"{pr['eta']:.3f}" if noise and pr["eta"] is not None else "—"
     dst = f"{min(out['d_star']):.0f}–{max(out['d_star']):.0f}" if out["d_star"] else "—"
-    return (f"| {name} | {spec} | {_pm(out['xi'], out['xi_se'])} | {pxi} | "
-            f"{_pm(out['eta'], out['eta_se'])} | {peta} | {len(out['f'])} | {dst} | "
-            f"{share if noise else ''} | {out['cpu']:.1f} |")
+    return (f"| {name} | {spec} | {_pm_drift(out, 'xi')} | {pxi} | "
+            f"{_pm_drift(out, 'eta')} | {peta} | {len(out['f'])} | {dst} | "
+            f"{share if noise else ''} | {out['cpu']:.1f} | {out['peak_mb']:.0f} |")
 
 
 def main(argv=None):
@@ -120,8 +135,8 @@ def main(argv=None):
     print(f"\n### PLRF phase table (CPU: {cpu_name()}; load before: {load_avg()}; "
           f"cells {cells[0]}/{cells[1]} per decade)\n")
     print("| phase (α, β) | ladder | ξ measured | ξ predicted | η measured | η predicted | "
-          "minima | d* | noise share of P* | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "minima | d* | noise share of P* | CPU s | peak MB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for spec in specs:
         for label, alpha, beta, control in ROWS:
             if label not in labels:

@@ -75,8 +75,8 @@ def test_simulate_json(tmp_path, capsys):
     (("steps = [0, 10, 100, 100000000]", "steps = [10, 5]"), "curve", "increasing"),
     (("steps = [0, 10, 100, 100000000]", "r_max = 100"), "curve", "r_max with n_points"),
     (("d = 50", "d = 300000"), "curve", "GiB"),
-    (("v = 200\nd = 50", 'v = "inf"\nd = 200000\nroute = "deterministic"'), "curve",
-     "checked up to d = 102400"),
+    (("v = 200\nd = 50", 'v = "inf"\nd = 2000000\nroute = "deterministic"'), "curve",
+     "checked up to d = 1638400"),
     (("d = 50", "d = 50\nwidth = 3"), "curve", "unknown key 'width'"),
     (("v = 200", "v = 40"), "curve", "P*"),                         # runs: v < d is fine
 ])
@@ -114,6 +114,8 @@ n_f = 40
     for key in ("f", "d_star", "loss_star", "xi", "eta", "xi_se", "eta_se", "predicted"):
         assert key in res
     assert res["predicted"]["phase"] == "II"
+    # four sizes: the sub-ladders of three have too few minima to fit, so no drift is claimed
+    assert res["xi_err"] is None and res["xi_sub"] == [None, None]
     assert 50 <= min(res["d_star"]) and max(res["d_star"]) <= 141
 
 

@@ -18,7 +18,9 @@ by one-pass mini-batch SGD.
 JSON: ``curve`` → ``r``, ``loss`` (p(r) = E P(θ_r)), ``meta`` (route, p_star, p_inf — the
 plateau P*/(1 − ‖K‖) —, norm_K, max_rel_error, and for the deterministic route c0 and the
 spectral totals); ``frontier`` → ``f``, ``d_star``, ``loss_star``, ``xi``, ``eta`` (fitted, with
-``xi_se``, ``eta_se``), ``predicted`` {phase, xi, eta}, ``d``, ``gamma`` (per d), ``meta``;
+``xi_se``, ``eta_se``; ``xi_err``, ``eta_err`` add the ladder's drift between its lower and
+upper sub-ladders, ``xi_sub``, ``eta_sub``; null on a ladder too short to split),
+``predicted`` {phase, xi, eta}, ``d``, ``gamma`` (per d), ``meta``;
 ``simulate`` → the exact curve of the draw plus ``sim`` {loss, sem, z, runs, ...}.
 """
 from __future__ import annotations

@@ -35,11 +35,10 @@ __all__ = ["Problem", "curve", "simulate", "spectrum", "Unstable", "DEError", "r
 MAX_POINTS = 100_000
 MAX_BYTES = 4 * 2 ** 30
 MAX_SECONDS = 600.0          # refuse requests estimated above this, before any work
-# The deterministic route is checked up to this d (ladders to 6400-102400 agree with the
-# phase predictions and with the noise-off control).  Beyond it the SGD-noise part of the curve
-# jumps between neighbouring d (bench/bench_plrf_phases.py, BENCHMARKS.md section 41): refused
-# until that is understood, rather than returned as a number.
-DETERMINISTIC_MAX_D = 102_400
+# The deterministic route is checked up to this d: the top of the phase table's largest ladder
+# (bench/bench_plrf_phases.py), whose noise-on rows agree with the smaller ladders, and the
+# noise share smooth in d (tests/test_plrf_noise.py).  Beyond it nothing has been checked.
+DETERMINISTIC_MAX_D = 1_638_400
 FLOPS = 1e9                  # a deliberately low rate for estimates (a shared 2-core machine)
 
 
@@ -72,8 +71,8 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
             raise ValueError(f"route = \"deterministic\" needs v > d (v = {pb.v}, d = {pb.d})")
         if pb.d > DETERMINISTIC_MAX_D:
             raise ValueError(f"route = \"deterministic\" at d = {pb.d}: checked up to d = "
-                             f"{DETERMINISTIC_MAX_D} only (beyond it the SGD-noise part of the "
-                             f"curve is not consistent between neighbouring d): lower d")
+                             f"{DETERMINISTIC_MAX_D} only (the largest size verified against "
+                             f"the phase table and a finer grid): lower d")
         cells = _cells_estimate(pb)
         J = pb.v if pb.v != math.inf else 4 * pb.d
         need = 8.0 * 16 * J          # σ, b², weights and the moments' temporaries
@@ -84,8 +83,11 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
         # Newton at each cell on the compressed sums; plain sums over all J for c₀ and the
         # edge (~100 evaluations) and the moments (K_MAX powers of three weights)
         terms = terms_per_evaluation(J, pb.alpha)
-        secs = (cells * terms * 60 * 6 + 2000 * J + 3 * 8 * K_MAX * J + 40 * cells ** 2
-                + n_r * cells) / FLOPS
+        # cells bisected until their eigenvalue counts hold (the isolated top eigenvalues):
+        # ~45√d extra leaves, each a warm-started root and a count (~20 evaluations)
+        leaves = 45 * math.sqrt(pb.d)
+        secs = (cells * terms * 60 * 6 + leaves * terms * 20 + 2000 * J + 3 * 8 * K_MAX * J
+                + 40 * cells ** 2 + n_r * cells) / FLOPS
     else:
         raise ValueError(f"route = {route!r} must be \"exact\" or \"deterministic\"")
     if secs > MAX_SECONDS:

@@ -4,9 +4,13 @@ exponents (d* ~ f^ξ, P* ~ f^(−η)) next to the phase's predicted ones (:mod:`
 
 For each f the discrete minimum over the ladder must be interior (both neighbours valid, with
 r = f/(Bd) ≥ ``r_min``); d* and P* are then the vertex of the parabola through the three points
-around it in (log d, log P).  The exponents are least-squares slopes in log f with their
-standard errors (the residual scatter of the refined minima; it does not include the drift of
-the exponents with the ladder's size, which the docs discuss).
+around it in (log d, log P).  The exponents are least-squares slopes in log f.  Their
+uncertainty has two parts: the standard error of the fit (the residual scatter of the refined
+minima — it reads ±0.000 on a long ladder) and the drift of a finite ladder's exponent with d.
+The drift is measured on the ladder itself: the exponents of its lower and upper sub-ladders
+(the smallest and the largest ⌈(n+1)/2⌉ sizes, sharing the middle one) differ by the change
+of the local exponent over that span; half that difference is the drift, and ``xi_err`` /
+``eta_err`` add it to the standard error in quadrature.
 """
 from __future__ import annotations
 
@@ -99,23 +103,55 @@ def predicted(alpha: float, beta: float) -> dict:
     return {"phase": phase, "xi": float(xi.subs(sub)), "eta": float(eta.subs(sub))}
 
 
-def frontier(alpha, beta, ds, v_over_d=4.0, batch=1, gamma="auto", f=None, r_min=10,
-             noise=True, cells=(250, 1000)) -> dict:
-    """``cells``: grid points per decade of the equivalent's spectrum (below / above d^(−α))."""
-    ds = sorted(int(d) for d in ds)
-    if f is None:
-        f = np.geomspace(1e3, 1e12, 109)
-    f = np.asarray(f, dtype=float)
-    table, gammas = loss_table(alpha, beta, ds, v_over_d, batch, gamma, f, r_min, noise,
-                               cells)
+def exponents(ds, f, table) -> dict:
+    """ξ, η and their standard errors from the interior minima of one loss table."""
     pts = minima(ds, f, table)
     fs = np.array([p[0] for p in pts])
     dstar = np.array([p[1] for p in pts])
     lstar = np.array([p[2] for p in pts])
     xi, xi_se = fit_slope(fs, dstar) if pts else (math.nan, math.nan)
     slope, eta_se = fit_slope(fs, lstar) if pts else (math.nan, math.nan)
+    return {"f": fs, "d_star": dstar, "loss_star": lstar, "xi": xi, "xi_se": xi_se,
+            "eta": -slope, "eta_se": eta_se}
+
+
+def ladder_drift(ds, f, table) -> dict:
+    """The exponents of the lower and upper sub-ladders and half their difference (NaN where a
+    sub-ladder has too few sizes or minima to fit)."""
+    n = len(ds)
+    half = (n + 2) // 2
+    if half < 3 or half >= n:
+        return {"xi_sub": [math.nan, math.nan], "eta_sub": [math.nan, math.nan],
+                "xi_drift": math.nan, "eta_drift": math.nan}
+    low = exponents(ds[:half], f, table[:half])
+    high = exponents(ds[n - half:], f, table[n - half:])
+    return {"xi_sub": [low["xi"], high["xi"]], "eta_sub": [low["eta"], high["eta"]],
+            "xi_drift": 0.5 * abs(high["xi"] - low["xi"]),
+            "eta_drift": 0.5 * abs(high["eta"] - low["eta"])}
+
+
+def frontier(alpha, beta, ds, v_over_d=4.0, batch=1, gamma="auto", f=None, r_min=10,
+             noise=True, cells=(250, 1000)) -> dict:
+    """``cells``: grid points per decade of the equivalent's spectrum (below / above d^(−α)).
+    ``xi_err``, ``eta_err``: the fit's standard error and the ladder drift in quadrature (None
+    when the ladder is too short to split or a sub-ladder has too few minima)."""
+    ds = sorted(int(d) for d in ds)
+    if f is None:
+        f = np.geomspace(1e3, 1e12, 109)
+    f = np.asarray(f, dtype=float)
+    table, gammas = loss_table(alpha, beta, ds, v_over_d, batch, gamma, f, r_min, noise,
+                               cells)
+    ex = exponents(ds, f, table)
+    dr = ladder_drift(ds, f, table)
+    fs, dstar, lstar = ex["f"], ex["d_star"], ex["loss_star"]
+    xi, xi_se, eta, eta_se = ex["xi"], ex["xi_se"], ex["eta"], ex["eta_se"]
+    dr["xi_err"] = math.hypot(xi_se, dr["xi_drift"])
+    dr["eta_err"] = math.hypot(eta_se, dr["eta_drift"])
+    # not measurable (a short ladder): None, not NaN — no number rather than a wrong one
+    dr = {k: ([None if not math.isfinite(x) else x for x in v] if isinstance(v, list)
+              else (None if not math.isfinite(v) else v)) for k, v in dr.items()}
     return {"f": fs.tolist(), "d_star": dstar.tolist(), "loss_star": lstar.tolist(),
-            "xi": xi, "xi_se": xi_se, "eta": -slope, "eta_se": eta_se,
+            "xi": xi, "xi_se": xi_se, "eta": eta, "eta_se": eta_se, **dr,
             "predicted": predicted(alpha, beta), "d": ds, "gamma": gammas,
             "f_grid": f.tolist(), "loss_table": [[None if not math.isfinite(x) else float(x)
                                                   for x in row] for row in table]}

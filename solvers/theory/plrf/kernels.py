@@ -4,6 +4,8 @@ O(modes) per evaluation with no temporaries; the callers in recursion.py / deter
 hold the reasoning."""
 from __future__ import annotations
 
+import cmath
+
 import numpy as np
 from numba import njit
 
@@ -157,29 +159,77 @@ def _pair(s, sig, b1, b2):
 
 
 @njit(cache=True, nogil=True)
-def weighted(s, sig, w, b):
-    """Σ_j w_j/(1+σ_j s) at each s (b: the packed moments of w)."""
+def _log_series(s, c, h, m):
+    """Σ log(1+σs) over one block from the moments m of the weight 1: with u = (σ − c)/h and
+    t = sh/(1 + cs), log(1+σs) = log(1+cs) + log(1 + ut) (both arguments in the upper half
+    plane and |ut| < 1, so the principal branches add up to the principal branch).  The
+    remainder after n terms is ≤ ρ^(n+1)/((n+1)(1−ρ)) per term; stop at TAU of |log(1+cs)|."""
+    den = 1.0 + c * s
+    t = s * (h / den)
+    rho = abs(t)
+    if rho > RHO_MAX:
+        return 0.0j, False
+    base = cmath.log(den)
+    acc = m[0] * base
+    scale = TAU * abs(base)
+    pw = t
+    rk = rho
+    for n in range(1, m.size):
+        acc += pw * (m[n] / n)
+        pw *= -t
+        rk *= rho
+        if rk / ((n + 1) * (1.0 - rho)) <= scale:
+            return acc, True
+    return 0.0j, False
+
+
+@njit(cache=True, nogil=True)
+def _term(log, w, sig, z):
+    return cmath.log(1.0 + sig * z) if log else w / (1.0 + sig * z)
+
+
+@njit(cache=True, nogil=True)
+def _block(log, z, c, h, m):
+    return _log_series(z, c, h, m) if log else _series(z, c, h, m, 1)
+
+
+@njit(cache=True, nogil=True)
+def _blocked(s, sig, w, b, log):
+    """Σ_j w_j/(1+σ_j s) (``log`` False) or Σ_j log(1+σ_j s) (True, w unused) at each s:
+    plainly below j₀, by blocks above (b: the packed moments of w, or of the weight 1)."""
     j0, f_lo, f_hi, fc, fh, fm, c_first, c_last, cc, ch, cm = b
     out = np.empty(s.size, dtype=np.complex128)
     for p in range(s.size):
         z = s[p]
         acc = 0.0j
         for j in range(j0):
-            acc += w[j] / (1.0 + sig[j] * z)
+            acc += _term(log, w[j], sig[j], z)
         for k in range(cc.size):
-            v, ok = _series(z, cc[k], ch[k], cm[k], 1)
+            v, ok = _block(log, z, cc[k], ch[k], cm[k])
             if ok:
                 acc += v
                 continue
             for f in range(c_first[k], c_last[k]):
-                v, ok = _series(z, fc[f], fh[f], fm[f], 1)
+                v, ok = _block(log, z, fc[f], fh[f], fm[f])
                 if ok:
                     acc += v
                 else:
                     for j in range(f_lo[f], f_hi[f]):
-                        acc += w[j] / (1.0 + sig[j] * z)
+                        acc += _term(log, w[j], sig[j], z)
         out[p] = acc
     return out
+
+
+@njit(cache=True, nogil=True)
+def weighted(s, sig, w, b):
+    """Σ_j w_j/(1+σ_j s) at each s (b: the packed moments of w)."""
+    return _blocked(s, sig, w, b, False)
+
+
+@njit(cache=True, nogil=True)
+def logsum(s, sig, b):
+    """Σ_j log(1+σ_j s) at each s (Im s > 0; b: the packed moments of the weight 1)."""
+    return _blocked(s, sig, sig, b, True)
 
 
 @njit(cache=True, nogil=True)
@@ -205,7 +255,10 @@ def _newton(s, zc, steps, tol, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next
             return s, False                   # lost: the caller's continuation starts afresh
         f0, f1 = resolvent(s, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next)
         f = 1.0 / s + zc - f0
-        if abs(f * s) <= tol:
+        # the imaginary part of the equation, Im s·(1/|s|² − (1/d)Σσ²/|1+σs|²) = Im z, has no
+        # cancellation; checking it rejects the real roots of the real-z equation, whose
+        # residual |s·f| ≈ |s|·Im z is below tol wherever Im z is tiny
+        if abs(f * s) <= tol and abs(f.imag) <= 0.5 * zc.imag:
             return s, True
         if it == steps:
             break
@@ -227,12 +280,14 @@ def _newton(s, zc, steps, tol, sig, b1, b2, inv_d, tail_sig, tail_sig2, sig_next
 
 @njit(cache=True, nogil=True)
 def stieltjes(x, eta_end, stages, final_steps, sig, b1, b2, inv_d, tail_sig, tail_sig2,
-              sig_next):
+              sig_next, start):
     """s(x(1 + i η_end)) solving 1/s = −z + (1/d)Σσ/(1+σs) for ascending x.  From the top
     down, each point starts Newton from its upper neighbour's root (the root with Im s > 0 is
     unique for Im z > 0, so converging there is converging to it); a point where that does not
     converge in 8 steps — and the first point — is found by continuation in Im z from 10 down
-    (two Newton steps per stage).  Returns s and the relative residual |s·f(s)|."""
+    (two Newton steps per stage).  A non-empty ``start`` gives each point its own starting
+    value instead (points scattered over the spectrum: a far neighbour's root can lead Newton
+    to a wrong one).  Returns s and the relative residual |s·f(s)|."""
     n = x.size
     out = np.empty(n, dtype=np.complex128)
     res = np.empty(n)
@@ -241,6 +296,9 @@ def stieltjes(x, eta_end, stages, final_steps, sig, b1, b2, inv_d, tail_sig, tai
     for p in range(n - 1, -1, -1):
         zc = x[p] * (1.0 + 1j * eta_end)
         ok = False
+        if start.size:
+            s_prev = start[p]
+            have = True
         if have:
             s, ok = _newton(s_prev, zc, 8, TOL, sig, b1, b2, inv_d, tail_sig, tail_sig2,
                             sig_next)
