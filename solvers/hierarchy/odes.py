@@ -311,9 +311,9 @@ class _EndOfLearningWatch:
     while a ReLU system's right-hand side divides minors that vanish with it).  Not with label
     noise, weight decay or a trained readout (no such fixed point at ε_g = 0).
 
-    ``finished`` reports ε_g = 0 at held points and for a value within the bound of 0 (a
-    negative one beyond it is left for the callers to refuse), and records the bound in
-    ``stats["eps_g_bound"]``."""
+    ``finished`` reports ε_g = 0 at held points and for every value within the bound of 0 (it
+    has no significant digit; a negative one beyond the bound is left for the callers to
+    refuse), and records the bound in ``stats["eps_g_bound"]``."""
 
     def __init__(self, problem, mod, basis, num, ctx, rtol):
         self.mod, self.basis, self.num, self.ctx = mod, basis, num, ctx
@@ -358,7 +358,7 @@ class _EndOfLearningWatch:
         stats["eps_g_bound"] = self.bound
         held = stats.get("held_from")
         for p, (a, e) in enumerate(zip(traj.alpha, traj.eps_g)):
-            if (held is not None and float(Fraction(str(a))) >= held) or -self.bound <= e < 0:
+            if (held is not None and float(Fraction(str(a))) >= held) or abs(e) <= self.bound:
                 traj.eps_g[p] = to_mpf(0)
         stats["wall_s"] = time.perf_counter() - started
         return traj
