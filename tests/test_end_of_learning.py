@@ -19,9 +19,9 @@ import solvers
 from cache_support import generated_cache_fixtures
 from cli_support import run_cli, write_spec
 from solvers.app.solve import problem_of
-from solvers.app.spec import parse_spec
 from solvers.hierarchy import odes
 from solvers.hierarchy.precision import agreement_digits, eps_g_bound
+from test_relu_learns import _aligned_spec
 
 run_cache, cache = generated_cache_fixtures("end-of-learning-cache")
 
@@ -57,11 +57,9 @@ def test_an_informed_start_solves_and_reports_zero(act, basis, dps, cache):
     r = solvers.solve(_informed(act, basis, dps))
     assert np.all(r.eps_g == 0)
     assert r.meta["converged_at_alpha"] == 0
-    T = problem_of(parse_spec(_informed(act, basis, dps))).init
     assert r.meta["eps_g_bound"] > 0
     assert np.allclose(r.R1, r.R1[0]) and np.allclose(r.Q1, r.Q1[0])
     assert np.allclose(r.R1[0], r.Q1[0])        # R = Q (= T): the student is the teacher
-    assert T is not None
 
 
 @pytest.mark.closed_form
@@ -95,19 +93,7 @@ def test_the_held_end_of_learning_matches_a_run_at_30_digits(cache):
     from there; flint at 30 digits (Taylor series, rtol 1e-14, bound ~1e-14) resolves ε_g far
     below it.  They agree within the float64 bound everywhere and to 1e-5 relative above it.
     (~30 s CPU on a loaded machine: make verify.)"""
-    rng = np.random.default_rng(1)
-    B = rng.standard_normal((2, 1024))
-    J = B + 0.05 * rng.standard_normal((2, 1024))
-
-    def text(A):
-        return [[repr(float(x)) for x in row] for row in A]
-    spec = parse_spec({
-        "model": {"activation": "relu", "K": 2, "M": 2}, "data": {"L": 1, "N": 1024},
-        "training": {"eta": 0.5, "init": "explicit"},
-        "init": {"modes": {"R": [text(J @ B.T / 1024)], "Q": [text(J @ J.T / 1024)],
-                           "T": [text(B @ B.T / 1024)]}},
-        "solve": {"alpha_max": 150, "basis": "modes", "dps": "float64"}})
-    problem = problem_of(spec)
+    problem = problem_of(_aligned_spec("modes", "float64"))     # J = B + 0.05 noise, L = 1
     alphas = [0, 10, 30, 60, 90, 120, 150]
     low = odes.integrate_problem(problem, alphas, basis="modes", arithmetic="float64", rtol=1e-11)
     high = odes.integrate_problem(problem, alphas, basis="modes", arithmetic="flint", dps=30,

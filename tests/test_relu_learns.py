@@ -167,3 +167,27 @@ def test_an_aligned_relu_student_reaches_the_end_of_learning_on_both_routes(cach
     # the decay is resolved before the hold: points above the bound over two decades
     above = a[a > modes["meta"]["eps_g_bound"]]
     assert above.size >= 4 and above.min() < 1e-2 * a[0]
+
+
+@pytest.mark.full
+def test_relu_from_a_specialised_start_follows_sgd(cache):
+    """J = 0.4 B + noise (K = M = 2, L = 4, η = 0.3, N = 1024), α ≤ 250 (ε_g falls ~1600-fold;
+    the float64 orthant probability's former check refused this range): the ODE from the
+    initial overlaps against the SGD loop; rms relative deviation of ε_g averaged over 3 seeds
+    below 3/√N (one run's ε_g fluctuates by O(1/√N) relative around the ODE's).  Measured (AMD
+    EPYC, loaded): deviations 0.028, 0.009, 0.030 (mean 0.022 against 0.094), ε_g(250)/ε_g(0)
+    ~6e-4, ~7 s CPU per ODE, 164 s for the test."""
+    K = M = 2
+    L, N, eta = 4, 1024, 0.3
+    lam = _power_law(L, 1.0)
+    alphas = list(np.geomspace(0.5, 250, 25))
+    devs = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        B = rng.standard_normal((M, N))
+        J = 0.4 * B + 0.3 * rng.standard_normal((K, N))
+        ode = _ode(J, B, L, eta, [0.0] + alphas)[1:]
+        sim = _sgd(J.copy(), B, lam, eta, alphas, rng)
+        devs.append(math.sqrt(np.mean(((sim - ode) / ode) ** 2)))
+        assert ode[-1] < 1e-2 * ode[0]
+    assert np.mean(devs) < 3 / math.sqrt(N), devs
