@@ -55,7 +55,12 @@ def _spec(act, K, eta, alpha_max, basis, dps, N=256, seeds=None):
 # the initial overlaps does not carry; measured through the escape at N = 1024, 2 seeds: rms
 # 0.12 (erf K = 3), 1.9 and 0.13 (polynomial K = 3, 4) against 0.094.  So the comparison with
 # simulation restarts the ODE after the escape (below).
-LARGER = {("erf", 3): 1500, ("erf", 4): 2000, ("polynomial", 3): 800, ("polynomial", 4): 1000}
+# ReLU (float64, α ≤ 3000 and 1500): K = 3 ε_g / ε_g(0) = 7.8e-4 at α = 405, 3.5e-6 at α = 605,
+# then within its float64 error bound (the end of learning, held from α ≈ 760; levels and modes
+# identical to 7 digits above it; 176 and 131 s CPU); K = 4 7.2e-5 at α = 569, held from α ≈ 908
+# (modes: 860 s CPU with the module's generation, on a loaded machine).
+LARGER = {("erf", 3): 1500, ("erf", 4): 2000, ("polynomial", 3): 800, ("polynomial", 4): 1000,
+          ("relu", 3): 800, ("relu", 4): 1000}
 
 # Against simulation, the larger committees are restarted after the plateau escape: α0 per
 # (pair, K), after both seeds have left the plateau (from a random start one run's escape is
@@ -81,8 +86,13 @@ def _levels_vs_modes(name, K, amax=None):
     levels = solve_spec(parse_spec(_spec(act, K, eta, amax, "levels", dps)))
     a, b = np.array(modes["eps_g"]), np.array(levels["eps_g"], dtype=float)
     assert a[-1] < 1e-4 * a[0], (name, a[-1] / a[0])        # converged: ε_g ≲ 1e-4 of its start
-    # 5 digits asked of each route: they agree to 1e-4 relative at every α
-    assert np.max(np.abs(a - b) / b) < 1e-4, name
+    # 5 digits asked of each route: they agree to 1e-4 relative at every α where ε_g is above
+    # the larger of their error bounds (meta.eps_g_bound), within that bound below it (the end
+    # of learning: ε_g = 0 reported)
+    bound = max(modes["meta"]["eps_g_bound"], levels["meta"]["eps_g_bound"])
+    above = np.maximum(a, b) > bound
+    assert np.all(np.abs(a - b)[~above] <= bound), name
+    assert np.max(np.abs(a - b)[above] / np.maximum(a, b)[above]) < 1e-4, name
 
 
 def _against_simulation(name, K, N):

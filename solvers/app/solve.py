@@ -122,8 +122,9 @@ def solve_spec(spec: Spec, progress=None) -> dict:
     for a, e in zip(grid, eps):
         if not mpmath.isfinite(e):
             raise PrecisionLost(f"eps_g is not finite at alpha = {a}")
-        if e < 0:
-            raise PrecisionLost(f"eps_g = {float(e):.3g} < 0 at alpha = {a}: precision lost")
+        if e < 0:       # a value within its error bound of 0 is reported as 0 (odes.py)
+            raise PrecisionLost(f"eps_g = {float(e):.3g} < 0 at alpha = {a}, beyond its error "
+                                f"bound {traj.stats.get('eps_g_bound', 0.0):.2g}: precision lost")
     return {
         "alpha": [float(a) for a in grid],
         "eps_g": _format_eps(eps, spec.solve.digits),
@@ -146,6 +147,13 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             # exact agreement (inf) is reported as the digits the run carries
             "agreement_digits": _json_float(_capped(traj.stats.get("agreement_digits"), traj.dps)),
             "n_steps": traj.stats.get("n_steps"),
+            # the absolute error bound of eps_g: a value within it of 0 is reported as 0
+            **({"eps_g_bound": float(traj.stats["eps_g_bound"])}
+               if "eps_g_bound" in traj.stats else {}),
+            # the end of learning: from this alpha on the state is the teacher's to the run's
+            # precision, held (eps_g = 0 within eps_g_bound)
+            **({"converged_at_alpha": float(traj.stats["held_from"])}
+               if "held_from" in traj.stats else {}),
             "n_fevals": traj.stats.get("n_fevals"),
             "wall_s": time.perf_counter() - started,
             # user + system time of this process and its reaped children: with

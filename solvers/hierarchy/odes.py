@@ -20,15 +20,17 @@ import time
 from fractions import Fraction
 from dataclasses import dataclass, field
 
+import mpmath
 import numpy as np
 
 from solvers.core.arb_rhs import ArbMatRHS, from_arb_mat
-from solvers.integrators.rk78 import IntegrationError, integrate
-from solvers.core.numbers import context, to_mpf
+from solvers.integrators.rk78 import EndOfLearning, IntegrationError, integrate
+from solvers.core.numbers import MpmathContext, context, to_mpf
 from solvers.core.problem import Problem, unpack_state
 from solvers.core.registry import load
 from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
-                                         default_rtol, estimated_dps, short_dps)
+                                         default_rtol, eps_g_bound, estimated_dps, short_dps,
+                                         unit_roundoff)
 
 
 @dataclass
@@ -173,6 +175,17 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
+        end = _EndOfLearningWatch(problem, mod, basis, num, ctx, rtol)
+        if end.reached(y0):
+            # the start is a fixed point to the run's precision (an informed start): nothing
+            # moves, and the right-hand side of a ReLU system is 0/0 there
+            v1, _ = _level_one(mod, basis, y0, num)
+            R1, Q1 = unpack_state(np.array([[float(_mid(x)) for x in v1]] * len(alphas)), K, M)
+            eps = [to_mpf(0)] * len(alphas)
+            stats = {"n_steps": 0, "held_from": 0.0}
+            return end.finished(Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic,
+                                           ctx.dps, stats, [y0] * len(alphas)), started)
+        monitor = end.wrap(monitor, shape)
         short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
         # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
         # a power schedule (set_rates)
@@ -256,9 +269,89 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         if trained:
             states, readouts = [s for s, _ in states], [v for _, v in states]
         eps, R1, Q1 = _observables(mod, basis, states, num, ctx, K, M, readouts)
-    stats["wall_s"] = time.perf_counter() - started
-    return Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps, stats, states,
-                      readouts)
+        return end.finished(Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic, ctx.dps,
+                                       stats, states, readouts), started)
+
+
+class _AtTheLimit(MpmathContext):
+    """mpmath with the rounding residue of a vanishing minor taken at its limit: a radicand
+    less than ``tol`` below 0 is 0, an arcsine argument less than ``tol`` beyond ±1 is ±1
+    (a perfectly learned state's Gram matrix is singular); further out, NaN."""
+
+    def __init__(self, dps: int, tol: float):
+        super().__init__(dps)
+        self.tol = tol
+
+    def sqrt(self, x):
+        if x < 0:
+            return mpmath.mpf(0) if -x <= self.tol else mpmath.nan
+        return mpmath.sqrt(x)
+
+    def asin(self, x):
+        if abs(x) > 1:
+            return mpmath.asin(mpmath.sign(x)) if abs(x) - 1 <= self.tol else mpmath.nan
+        return mpmath.asin(x)
+
+
+class _EndOfLearningWatch:
+    """The end of learning: a noise-free student whose ε_g is within its absolute error bound
+    (``precision.eps_g_bound``) of 0 computes the teacher's function to the run's precision,
+    so every SGD update, proportional to the error, vanishes: the state is a fixed point, and
+    it is held from there (beyond it ε_g only falls further below what the precision resolves,
+    while a ReLU system's right-hand side divides minors that vanish with it).  Not with label
+    noise, weight decay or a trained readout (no such fixed point at ε_g = 0).
+
+    ``finished`` reports ε_g = 0 at held points and for every value within the bound of 0 (it
+    has no significant digit; a negative one beyond the bound is left for the callers to
+    refuse), and records the bound in ``stats["eps_g_bound"]``."""
+
+    def __init__(self, problem, mod, basis, num, ctx, rtol):
+        self.mod, self.basis, self.num, self.ctx = mod, basis, num, ctx
+        self.active = (problem.noise == 0 and problem.weight_decay == 0
+                       and not problem.trained)
+        _, t1 = _level_one(mod, basis, _initial_state(num, basis), num)
+        scale = max(abs(float(_mid(x))) for x in t1)
+        key = problem.key
+        relu = "relu" in (key.activation, key.teacher)
+        dps = ctx.dps if ctx.name != "float64" else None
+        self.bound = eps_g_bound(scale, ctx.name, dps, rtol, relu)
+        if self.active:
+            # ε_g of a state in mpmath (midpoints, exact), its vanishing minors at their limit
+            self.limit = _AtTheLimit((dps or 16) + 10,
+                                     1000 * unit_roundoff(ctx.name, dps) * max(scale, 1) ** 2)
+            self.exact = load(key, "mpmath")
+
+    def reached(self, y) -> bool:
+        if not self.active:
+            return False
+        v1, t1 = _level_one(self.mod, self.basis, y, self.num)
+        with self.limit:
+            e = self.exact.eps_g([to_mpf(_mid(x)) for x in v1],
+                                 [to_mpf(_mid(x)) for x in t1], self.limit)
+            return bool(self.limit.is_finite(e)) and abs(float(e)) <= self.bound
+
+    def wrap(self, monitor, shape):
+        """``monitor`` followed by the check (EndOfLearning), on the integrator's storage."""
+        if not self.active:
+            return monitor
+
+        def watch(t, y):
+            if monitor is not None:
+                monitor(t, y)
+            state = from_arb_mat(y) if hasattr(y, "nrows") else np.asarray(y).reshape(shape)
+            if self.reached(state):
+                raise EndOfLearning
+        return watch
+
+    def finished(self, traj, started):
+        stats = traj.stats
+        stats["eps_g_bound"] = self.bound
+        held = stats.get("held_from")
+        for p, (a, e) in enumerate(zip(traj.alpha, traj.eps_g)):
+            if (held is not None and float(Fraction(str(a))) >= held) or abs(e) <= self.bound:
+                traj.eps_g[p] = to_mpf(0)
+        stats["wall_s"] = time.perf_counter() - started
+        return traj
 
 
 def _with_readout(problem, num, mod, basis, args, rhs, extra, set_rates, shape):

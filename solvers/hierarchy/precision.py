@@ -223,8 +223,12 @@ def checking_dps(dps: int) -> int:
     return dps + max(10, dps // 4)
 
 
-def agreement_digits(a, b) -> float:
-    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare)."""
+def agreement_digits(a, b, floor: float = 0.0) -> float:
+    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare).
+
+    ``floor``: an absolute error bound of ε_g (``eps_g_bound``, the larger of the two runs').
+    A pair that differs by no more than it agrees whatever its relative difference: at the end
+    of learning ε_g ≈ 0 has no significant digits to compare, only an absolute error."""
     worst = math.inf
     for x, y in zip(a, b):
         x, y = to_mpf(x), to_mpf(y)
@@ -232,6 +236,42 @@ def agreement_digits(a, b) -> float:
         if scale == 0:
             continue
         diff = mpmath.fsub(x, y, exact=True)
-        if diff != 0:
+        if diff != 0 and not abs(diff) <= floor:
             worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
     return worst
+
+
+# -- ε_g at the end of learning -----------------------------------------------------------------
+#
+# A student that learns its teacher ends with ε_g -> 0 (exponentially in α), far below what the
+# working precision resolves: ε_g is a difference of O(T) Gaussian integrals of the state.  Its
+# absolute error bound (``eps_g_bound``) is
+#
+#     bound = max(u_eff, rtol) · max |T^(1)|,
+#
+# rtol the run's tolerance (the state's error relative to its O(T) entries), u_eff = 100 u for
+# smooth activations (u = 2^-52 in float64, 10^-dps in arbitrary precision: a few hundred
+# roundings of O(T) terms), u_eff = sqrt(u) when an activation is ReLU: as a student field
+# aligns with a teacher field (1 - r -> 0) the printed ReLU integrals divide second-order
+# minors of the covariance, which are computed from first-order ones that already cancelled to
+# ~1 - r, so they keep only about half the working digits; measured (float64, relu/relu K = M = 2,
+# L = 1) the right-hand side stays finite down to ε_g ~ 1e-10, i.e. below sqrt(u) ~ 1.5e-8.
+# Below the bound ε_g carries no significant digit: runs agree there absolutely
+# (``agreement_digits``), a value within it of 0 is reported as 0 (a negative one too; a more
+# negative one is refused), and a noise-free run whose ε_g is within it has reached the end of
+# learning (solvers.hierarchy.odes holds the state from there).
+SMOOTH_ROUNDINGS = 100
+
+
+def unit_roundoff(arithmetic: str, dps: int | None) -> float:
+    """u of a run: 2^-52 for float64 (and SciPy), 10^-dps for arbitrary precision."""
+    if arithmetic in ("float64", "scipy") or dps is None:
+        return 2.0 ** -52
+    return 10.0 ** -int(dps)
+
+
+def eps_g_bound(scale: float, arithmetic: str, dps: int | None, rtol, relu: bool) -> float:
+    """Absolute error bound of ε_g for a run (see above); ``scale`` = max |T^(1)|."""
+    u = unit_roundoff(arithmetic, dps)
+    u_eff = math.sqrt(u) if relu else SMOOTH_ROUNDINGS * u
+    return max(u_eff, float(Fraction(str(rtol)))) * float(scale)

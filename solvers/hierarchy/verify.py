@@ -39,7 +39,8 @@ from solvers.integrators.rk78 import IntegrationError
 # -- the one "rerun until it agrees" loop, and the checks built on it --------------------------
 
 def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool = False,
-           what: str = "eps_g", concurrent: bool = False, quiet_run=None, info=None):
+           what: str = "eps_g", concurrent: bool = False, quiet_run=None, info=None,
+           floor=None):
     """Raise the precision until two runs agree to ``digits`` significant digits.
 
     ``run(dps, tighter)`` computes at ``dps`` digits; ``tighter`` is 0 for a first run and
@@ -61,12 +62,15 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
     above; any other exception of the child is raised here.  Same rounds, same result as serial.
     ``info``: a dict given here gets ``info["concurrent"]``: whether some pair really ran in
     two processes (the fork can be refused), for the result's metadata.
+    ``floor(result)``: the absolute error bound of its values (``precision.eps_g_bound``); two
+    runs agree where they differ by no more than the larger of their two bounds.
     Returns (checking run, its dps, the dps it was checked against, agreeing digits).
     """
     parallel = concurrent and background.concurrent_allowed()
     if info is not None:
         info["concurrent"] = False
     quiet_run = quiet_run or run
+    floor = floor or (lambda result: 0.0)
 
     def attempt(d, tighter):
         try:
@@ -75,16 +79,16 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
             return None
 
     def compared(result):
-        return None if result is None else [to_mpf(v) for v in values(result)]
+        """(values, their bound) of a run, None for a run that broke down."""
+        return None if result is None else ([to_mpf(v) for v in values(result)], floor(result))
 
     def both(d1, d2):
         """(values of the run at d1, the checking run at d2), concurrently when allowed."""
         job = None
         if parallel:
             try:
-                job = background.Background(
-                    lambda: [to_mpf(v) for v in values(quiet_run(d1, 0))],
-                    expected=(IntegrationError,))
+                job = background.Background(lambda: compared(quiet_run(d1, 0)),
+                                            expected=(IntegrationError,))
             except OSError:                     # no fork (process or memory limits): serial
                 job = None
         if job is None:
@@ -105,13 +109,14 @@ def settle(run, values, *, digits: int, dps: int, max_rounds: int, fixed: bool =
         else:                                   # the last checking run is this round's first
             tightened += 1
             second = attempt(dps2, tightened)
-        agree = (-math.inf if first is None or second is None
-                 else agreement_digits(first, compared(second)))
+        checked = None if second is None else compared(second)
+        agree = (-math.inf if first is None or checked is None
+                 else agreement_digits(first[0], checked[0], max(first[1], checked[1])))
         if agree >= digits:
             return second, dps2, dps, agree
         if fixed:
             break
-        first = compared(second)
+        first = checked
         if agree > digits / 2:
             dps, need_first = dps2, first is None
         else:
@@ -159,7 +164,8 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
     second, _, checked, agree = settle(
         run, lambda t: t.eps_g, digits=digits,
         dps=start_dps or estimated_dps(problem.L, digits, basis), max_rounds=max_rounds,
-        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info)
+        concurrent=concurrent, quiet_run=lambda d, tighter: run(d, tighter, None), info=info,
+        floor=bound)
     second.stats["agreement_digits"] = agree
     second.stats["checked_against_dps"] = checked
     second.stats["concurrent_runs"] = info["concurrent"]
@@ -168,7 +174,7 @@ def solve_auto(problem: Problem, alphas, *, basis: str, digits: int, arithmetic:
 
 def check_float64_levels(levels: Trajectory, modes: Trajectory, digits: int) -> float:
     """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
-    agree = agreement_digits(levels.eps_g, modes.eps_g)
+    agree = agreement_digits(levels.eps_g, modes.eps_g, bound(levels, modes))
     if agree < digits:
         raise PrecisionLost(
             f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
@@ -198,6 +204,12 @@ def _lost(problem, dps, digits, basis, agree, what):
                          f"use dps >= {use} or dps = \"auto\"")
 
 
+def bound(*trajectories) -> float:
+    """The larger absolute error bound of ε_g of some runs (``precision.eps_g_bound``, recorded
+    by each run in ``stats["eps_g_bound"]``; 0 where a run has none)."""
+    return max((t.stats.get("eps_g_bound", 0.0) for t in trajectories), default=0.0)
+
+
 def check_sign(traj, problem, dps, digits, basis):
     for a, e in zip(traj.alpha, traj.eps_g):
         if e < 0:
@@ -223,7 +235,7 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
         ref = _float64_modes_reference(problem, alphas, tick)
     if ref is not None:
         modes, ref_digits = ref
-        agree = agreement_digits(first.eps_g, modes.eps_g)
+        agree = agreement_digits(first.eps_g, modes.eps_g, bound(first, modes))
         if agree < digits and agree < ref_digits - 1:
             # the stable basis, itself good to ref_digits, disagrees earlier: digits were lost
             raise _lost(problem, dps, digits, basis, agree,
@@ -243,7 +255,7 @@ def run_fixed_dps(problem, alphas, *, basis: str, dps: int, digits: int, progres
     except IntegrationError:
         raise _lost(problem, dps, digits, basis, None,
                     f"the check at dps = {dps2} broke down") from None
-    agree = agreement_digits(first.eps_g, second.eps_g)
+    agree = agreement_digits(first.eps_g, second.eps_g, bound(first, second))
     if agree < digits:
         raise _lost(problem, dps, digits, basis, agree,
                     f"a check at dps = {dps2} agrees on eps_g to {max(agree, 0):.1f} digits")
@@ -262,7 +274,7 @@ def _float64_modes_reference(problem, alphas, progress=None):
                                    progress=progress)
     except (IntegrationError, PrecisionLost, ValueError, OverflowError, ZeroDivisionError):
         return None
-    return b, min(agreement_digits(a.eps_g, b.eps_g), 15.0)
+    return b, min(agreement_digits(a.eps_g, b.eps_g, bound(a, b)), 15.0)
 
 
 def verify_float64(first, problem, alphas, *, basis: str, digits: int, progress=None):
@@ -272,7 +284,7 @@ def verify_float64(first, problem, alphas, *, basis: str, digits: int, progress=
                float(first.alpha[-1])) as tick:
         second = odes.integrate_problem(problem, alphas, basis=basis, arithmetic="float64",
                                         rtol=rtol, progress=tick)
-    agree = agreement_digits(first.eps_g, second.eps_g)
+    agree = agreement_digits(first.eps_g, second.eps_g, bound(first, second))
     if agree < digits:
         raise PrecisionLost(f"dps = \"float64\" verified only {max(agree, 0):.1f} of the {digits} "
                             f"digits asked for (a run at rtol = {rtol:g} disagrees); ask for "
@@ -365,8 +377,12 @@ def _name(p) -> str:
         p.integrator, p.integrator) + (" float64" if p.arithmetic == "float64" else "")
 
 
+def _eps_and_bound(traj):
+    return [to_mpf(v) for v in traj.eps_g], bound(traj)
+
+
 def _tighter_pair(p, problem, alphas, *, basis, progress):
-    """(ε_g of the run at p.rtol, the run at p.rtol / p.check_factor): concurrently when two
+    """((ε_g, its bound) of the run at p.rtol, the run at p.rtol / p.check_factor): concurrently when two
     CPUs are free (the first in a forked child, as in ``settle``), else one after
     the other."""
     r1, r2 = p.rtol, p.rtol / p.check_factor
@@ -374,15 +390,16 @@ def _tighter_pair(p, problem, alphas, *, basis, progress):
     if background.concurrent_allowed():
         try:
             job = background.Background(
-                lambda: [to_mpf(v) for v in _run(p, problem, alphas, basis=basis, rtol=r1,
-                                                 progress=None, label="").eps_g],
+                lambda: _eps_and_bound(_run(p, problem, alphas, basis=basis, rtol=r1,
+                                            progress=None, label="")),
                 expected=(IntegrationError,))
         except OSError:                         # no fork: serial
             job = None
     if job is None:
         try:
-            first = _run(p, problem, alphas, basis=basis, rtol=r1, progress=progress,
-                         label=f"run 1/2: {_name(p)}, rtol {r1:.0e}").eps_g
+            first = _eps_and_bound(_run(p, problem, alphas, basis=basis, rtol=r1,
+                                        progress=progress,
+                                        label=f"run 1/2: {_name(p)}, rtol {r1:.0e}"))
         except IntegrationError:
             first = None
         second = _run(p, problem, alphas, basis=basis, rtol=r2, progress=progress,
@@ -413,7 +430,7 @@ def _execute(p, problem, alphas, *, basis, digits, progress, fallback=True):
         except IntegrationError:
             first, second, together = None, None, False
         agree = (-math.inf if first is None or second is None
-                 else agreement_digits(first, second.eps_g))
+                 else agreement_digits(first[0], second.eps_g, max(first[1], bound(second))))
         if agree < digits:
             if not fallback:
                 return None

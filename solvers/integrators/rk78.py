@@ -35,11 +35,17 @@ from fractions import Fraction as F
 import mpmath
 import numpy as np
 
-__all__ = ["IntegrationError", "integrate", "fixed_step_rk4"]
+__all__ = ["IntegrationError", "EndOfLearning", "integrate", "fixed_step_rk4"]
 
 
 class IntegrationError(RuntimeError):
     """The integration could not continue (step-size underflow, too many steps, non-finite values)."""
+
+
+class EndOfLearning(Exception):
+    """Raised by a monitor at a state that is a fixed point to within the run's precision (a
+    student that has learned its teacher, solvers.hierarchy.odes): the integrator stops and
+    reports that state at every remaining output time (``stats["held_from"]`` = its t)."""
 
 
 # --- Fehlberg RK7(8) Butcher tableau, exact ---------------------------------------------------
@@ -283,7 +289,8 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
     the number type and only then converted to float, so huge or tiny states are safe.
     h0: first trial step (default: automatic).  max_steps: bound on attempted steps
     (accepted + rejected).  progress: ``progress(t)`` after each accepted step, t a float;
-    monitor: ``monitor(t, y)`` after each accepted step (it may raise to stop the run).
+    monitor: ``monitor(t, y)`` after each accepted step (it may raise to stop the run;
+    :class:`EndOfLearning` to hold y from there).
     stats: if a dict, receives ``n_steps`` (accepted), ``n_rejected`` and ``n_fevals``.
     y0 may be a numpy array (float64 or object) or a python-flint ``arb_mat`` (then ``fun``
     returns arb_mat too); scalar_dps: see ``_ArbMatSpace`` (arb_mat states only).
@@ -381,7 +388,11 @@ def integrate(fun, t_points, y0, *, ctx, rtol, atol, h0=None, max_steps=1_000_00
                     h = h_new
                 just_rejected = False
                 if monitor is not None:
-                    monitor(t, y)
+                    try:
+                        monitor(t, y)
+                    except EndOfLearning:
+                        counts["held_from"] = ctx.to_float(t)
+                        return out + [y] * (len(ts) - len(out))
                 if progress is not None:
                     progress(ctx.to_float(t))     # a plain float, never an arb ball or mpf
             else:

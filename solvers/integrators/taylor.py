@@ -216,14 +216,14 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
     (module docstring).
 
     progress: ``progress(t)`` after every step; monitor: ``monitor(t, Y)`` after every step
-    (it may raise to stop the run).
+    (it may raise to stop the run; EndOfLearning holds Y at every remaining t_point).
 
     A breakdown (the step size collapsing: the signature of digits lost to cancellation, e.g.
     at too low a dps) raises IntegrationError, which the CLI reports in one line.
     """
     from flint import arb
 
-    from solvers.integrators.rk78 import IntegrationError
+    from solvers.integrators.rk78 import EndOfLearning, IntegrationError
 
     p = order or taylor_order(tol)
     series = TaylorSeries(rhs, jets, jet_dps, schedule)
@@ -280,7 +280,13 @@ def integrate_taylor(rhs, jets, t_points, Y0, *, tol, jet_dps: int, order: int |
         t = t_new
         n_steps += 1
         if monitor is not None:
-            monitor(t, Y)
+            try:
+                monitor(t, Y)
+            except EndOfLearning:           # a fixed point to the run's precision: held
+                out += [Y] * (len(pts) - len(out))
+                if stats is not None:
+                    stats["held_from"] = float(t)
+                break
         if progress is not None:
             progress(float(t))
     if stats is not None:
