@@ -40,7 +40,8 @@ ONESTEP = {"onestep": {"student_activation": "tanh", "target_activation": "tanh"
 SUBCOMMANDS = {
     ("solve",): BASE,
     ("simulate",): {**BASE, "simulate": {"seeds": [0], "n_jobs": 1}},
-    ("compare",): {**BASE, "simulate": {"seeds": [0, 1], "n_jobs": 1}},
+    ("compare",): {**BASE, "simulate": {"seeds": [0, 1], "n_jobs": 1},
+                   "compare": {"restart_alpha": 1}},
     ("derive",): BASE,
     ("plateau",): {**BASE, "plateau": {"escape_fraction": 0.1}},
     ("asymptotic",): {**BASE, "training": {**BASE["training"], "eta": 1.0},
@@ -77,6 +78,7 @@ VALID = {
     "dps": ["float64", "auto"], "digits": [3, 6],
     "seeds": [[0], [1, 2]], "eps_holdout": [0, 10],
     "escape_fraction": [0.05, 0.3], "alpha0": [0, 2, 120],
+    "restart_alpha": [0.5, 2, 4, 1e-9],
     # [onestep] / [sim]
     "target_activation": ["tanh", "erf", "he3"], "width": [0.5, 1, 2], "ridge": [0.001, 0.1],
     "alpha": [[1], [0.5, 2], [1e300]], "d": [20, 40], "kinds": [["protocol"], ["srf"]],
@@ -89,7 +91,7 @@ KEYS = {
                  "eta_readout", "weight_decay_readout", "schedule"),
     "solve": ("alpha_max", "n_points", "basis", "dps", "digits"),
     "simulate": ("seeds", "eps_holdout"),
-    "plateau": ("escape_fraction",), "asymptotic": ("alpha0",),
+    "plateau": ("escape_fraction",), "asymptotic": ("alpha0",), "compare": ("restart_alpha",),
     "onestep": ("student_activation", "target_activation", "alpha0", "eta", "width", "ridge",
                 "noise", "alpha"),
     "sim": ("d", "seeds", "kinds"),
