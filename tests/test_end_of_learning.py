@@ -23,6 +23,9 @@ from solvers.hierarchy import odes
 from solvers.hierarchy.precision import agreement_digits, eps_g_bound
 from test_relu_learns import _aligned_spec
 
+# oracles (tests/conftest.py): the exact constant solution, a 30-digit run, hand-made sequences
+pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision]
+
 run_cache, cache = generated_cache_fixtures("end-of-learning-cache")
 
 
