@@ -311,9 +311,11 @@ def faster_route(spec) -> str:
 
 # onestep-sim: START + ONESTEP_SECONDS x (matrix products of a run) summed over kinds, seeds
 # and α: the features n d p, the Gram / ridge solve n p min(n, p), the test features n_test d p
-# and the step's n0 d p (protocol).  Measured (examples/onestep-sim.toml, tanh, width 1, α
-# = 0.5, 1, 3, 3 seeds, protocol + srf): 3.45 s CPU at d = 200, 9.95 s at d = 1000.
-ONESTEP_START, ONESTEP_SECONDS = 3.2, 7.4e-11
+# and the step's n0 d p (protocol).  Measured on an idle machine (tanh, width 1, α = 0.5, 1, 3,
+# 3 seeds, protocol + srf; CPU of the whole process, BLAS on two threads): 1.28 s at d = 200,
+# 1.68 s at d = 400, 6.0 s at d = 1000, 18.2 s at d = 1600.  (Under a load of 8-15 the same
+# runs took about twice the CPU: idle BLAS threads spin.)
+ONESTEP_START, ONESTEP_SECONDS = 1.3, 4.8e-11
 
 
 def onestep_sim_estimate(st, alphas, sim: dict, run_bytes: float) -> Estimate:
