@@ -325,6 +325,16 @@ class _EndOfLearningWatch:
         if not self.active:
             return False
         v1, t1 = _level_one(self.mod, self.basis, y, self.num)
+        # ε_g in the run's own arithmetic first: its error is within the bound, so a value
+        # well above it has not reached the end; only near the end (or where the fast value
+        # is not finite) the exact evaluation below runs, not at every step
+        try:
+            with np.errstate(all="ignore"):
+                fast = float(_mid(self.mod.eps_g(v1, t1, self.ctx)))
+        except (ArithmeticError, ValueError):
+            fast = float("nan")
+        if fast == fast and abs(fast) > 10 * self.bound:
+            return False
         with self.limit:
             e = self.exact.eps_g([to_mpf(_mid(x)) for x in v1],
                                  [to_mpf(_mid(x)) for x in t1], self.limit)
