@@ -30,7 +30,7 @@ Sub-expressions of the constants alone (the teacher T1, η, π, rationals) are e
 The printed module has ``jets_start(v1, t1, eta, ctx)`` (order 0 of every node) and
 ``jets_extend(state, v1k, k)`` (appends coefficient k; returns coefficient k of a and f in the
 generated module's A_INDEX / F_INDEX order).  Constants print exactly against the caller's
-number context, as in derive/codegen.py.
+number context, as in derive/codegen/module_printer.py.
 """
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def _shorter_bases(expr, variables, memo=None):
 
 def program(key):
     """The decomposition for ``key``: (_Program, output refs in A_INDEX then F_INDEX order)."""
-    from .codegen import ContextPrinter, _derive
+    from .codegen.module_printer import ContextPrinter, _derive
 
     d = _derive(key)
     h = d.h
@@ -277,7 +277,7 @@ def program(key):
 
 
 def n_a_outputs(key) -> int:
-    from .codegen import _derive
+    from .codegen.module_printer import _derive
     return len(_derive(key).a_exprs)
 
 
@@ -304,7 +304,7 @@ def _needed(nodes, roots) -> set:
 
 def render_jets(key) -> str:
     """Source text of the jet module for ``key`` (target ``"taylor"``)."""
-    from .codegen import module_name
+    from .codegen.module_printer import module_name
     from .hierarchy import Hierarchy
 
     prog, outputs = program(key)

@@ -12,7 +12,8 @@ import mpmath
 import pytest
 import sympy as sp
 
-from derive import codegen, fastcse, integrals
+from derive import fastcse, integrals
+from derive.codegen import module_printer as codegen
 from derive.derivatives import diff
 from derive.family.integrals import _expand
 from derive.family.orthant import Orthant4, gradient_entry

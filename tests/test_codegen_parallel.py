@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from derive import codegen
+from derive.codegen import module_printer as codegen
 from derive.keys import SystemKey
 from solvers.core import registry
 from solvers.hierarchy.background import concurrent_allowed

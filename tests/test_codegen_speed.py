@@ -10,7 +10,8 @@ import mpmath
 import pytest
 import sympy as sp
 
-from derive import codegen, fastcse, spectra, systems
+from derive import fastcse, spectra, systems
+from derive.codegen import module_printer as codegen
 from derive.hierarchy import Hierarchy, SystemKey
 from solvers.core import registry
 from solvers.core.numbers import MpmathContext

@@ -289,7 +289,7 @@ def test_estimate_is_within_a_factor_of_the_measured_time(tmp_path):
     fit residuals are below 1.5x, and a busy test machine may slow the CPU time by cache
     contention, never by the ~2x a shared core costs the wall time."""
     from solvers.core.codegen_time import estimate_seconds
-    from derive import codegen
+    from derive.codegen import module_printer as codegen
     key = SystemKey("erf", 2, 1)
     codegen._derive.cache_clear()
     t0 = registry._cpu_seconds()           # with the jets' second process, when there is one

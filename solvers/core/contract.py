@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class SolverModule(Protocol):
-    """``derive.codegen.render(key)``: the level-1 coefficients of the hierarchy.
+    """``derive.codegen.module_printer.render(key)``: the level-1 coefficients of the hierarchy.
 
     At level l the right-hand side of state entry s is Σ_t a[s, t] X^(l+1)_t (+ f_s ν_{l+1} at
     order 2; t runs over the state then the teacher): ``coefficients`` returns the nonzero a

@@ -33,7 +33,7 @@ import importlib.util
 import time
 from pathlib import Path
 
-from derive import codegen
+from derive.codegen import module_printer as codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core import notices
