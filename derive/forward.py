@@ -21,7 +21,7 @@ import re
 import sympy as sp
 
 from .derivatives import diff, free_symbols
-from .long_sums import join_sum
+from .codegen.long_sums import join_sum
 
 
 def program_derivatives(replacements, outputs, variables, printer, prefix="d", split="z"):

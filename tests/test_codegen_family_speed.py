@@ -163,7 +163,7 @@ class _ExactContext:
 def test_a_long_sum_prints_as_code_python_compiles():
     """A sum of 5,000 terms (deeper than CPython's compiler nests ``a + b + ...``) prints as a
     flat ``sum((...))`` that compiles and gives the exact sum; short sums print as before."""
-    from derive.long_sums import LONG
+    from derive.codegen.long_sums import LONG
     x = sp.symbols("y0:5000")
     expr = sp.Add(*[sp.Rational(i % 7 - 3, 1 + i % 5) * x[i] * x[(i * 31) % 5000]
                     for i in range(5000)])

@@ -40,7 +40,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from ..derivatives import diff as _diff, free_symbols as _free
 from ..fastcse import cse
 from ..forward import program_derivatives
-from ..long_sums import LONG, join_sum
+from .long_sums import LONG, join_sum
 from ..term_order import ordered_terms
 from ..hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
@@ -99,7 +99,7 @@ class ContextPrinter(_PowMixin, PythonCodePrinter):
     def _print_Add(self, expr, order=None):
         if len(expr.args) <= LONG:
             return super()._print_Add(expr, order)
-        # too long for Python's compiler as a chain of additions (derive/long_sums.py)
+        # too long for Python's compiler as a chain of additions (derive/codegen/long_sums.py)
         return join_sum(self._print(t) for t in self._as_ordered_terms(expr, order=order))
 
     def _as_ordered_terms(self, expr, order=None):
