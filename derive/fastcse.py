@@ -19,7 +19,7 @@ from sympy.simplify import cse_main
 from sympy.utilities.iterables import numbered_symbols, topological_sort
 
 from .substitute import rebuild
-from .term_order import negation_sorts_first
+from .codegen.term_order import negation_sorts_first
 
 _INFINITE = frozenset((sp.S.ComplexInfinity, sp.S.Infinity, sp.S.NegativeInfinity, sp.S.NaN))
 

@@ -41,7 +41,7 @@ from ..derivatives import diff as _diff, free_symbols as _free
 from ..fastcse import cse
 from ..forward import program_derivatives
 from .long_sums import LONG, join_sum
-from ..term_order import ordered_terms
+from .term_order import ordered_terms
 from ..hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
 
 TARGETS = ("mpmath", "numpy", "taylor")   # "taylor": jet recurrences (derive/taylor.py)
@@ -103,7 +103,7 @@ class ContextPrinter(_PowMixin, PythonCodePrinter):
         return join_sum(self._print(t) for t in self._as_ordered_terms(expr, order=order))
 
     def _as_ordered_terms(self, expr, order=None):
-        # SymPy's sorted order of a sum's terms, computed faster (derive/term_order.py)
+        # SymPy's sorted order of a sum's terms, computed faster (derive/codegen/term_order.py)
         if (order or self.order) is None and expr.is_Add:
             return ordered_terms(expr)
         return super()._as_ordered_terms(expr, order)
