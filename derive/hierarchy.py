@@ -27,7 +27,7 @@ import sympy as sp
 
 from . import integrals
 from .derivatives import diff
-from .substitute import xreplace
+from .codegen.substitute import xreplace
 from .keys import SystemKey  # noqa: F401  (re-exported: the name every caller uses)
 
 

@@ -19,7 +19,7 @@ from derive.family.integrals import _expand
 from derive.family.orthant import Orthant4, gradient_entry
 from derive.forward import _three_address, all_partials
 from derive.hierarchy import Hierarchy, SystemKey
-from derive.substitute import rebuild, xreplace
+from derive.codegen.substitute import rebuild, xreplace
 from derive.codegen.term_order import ordered_terms
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.higher_precision]  # oracle (tests/conftest.py)

@@ -35,7 +35,7 @@ from itertools import combinations
 import mpmath as mp
 import sympy as sp
 
-from ..substitute import xreplace
+from ..codegen.substitute import xreplace
 
 PAIRS = tuple(combinations(range(4), 2))        # (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
 
@@ -97,7 +97,7 @@ class Orthant4(sp.Function):
     (r12, r13, r14, r23, r24, r34), in that order."""
 
     nargs = 6
-    # eval acts only on a zero correlation: derive.substitute.rebuild skips it for symbols
+    # eval acts only on a zero correlation: derive.codegen.substitute.rebuild skips it for symbols
     symbolic_eval_is_identity = True
 
     @classmethod
