@@ -26,7 +26,7 @@ from itertools import product
 import sympy as sp
 
 from . import integrals
-from .derivatives import diff
+from .codegen.derivatives import diff
 from .codegen.substitute import xreplace
 from .keys import SystemKey  # noqa: F401  (re-exported: the name every caller uses)
 

@@ -14,7 +14,7 @@ import sympy as sp
 
 from derive import fastcse, integrals
 from derive.codegen import module_printer as codegen
-from derive.derivatives import diff
+from derive.codegen.derivatives import diff
 from derive.family.integrals import _expand
 from derive.family.orthant import Orthant4, gradient_entry
 from derive.forward import _three_address, all_partials

@@ -330,12 +330,12 @@ def test_a_second_process_waits_for_the_first(tmp_path):
 
 
 def test_fast_derivatives_are_sympys():
-    """derive.derivatives.diff builds the expression ``sympy.diff`` builds (structurally: the
+    """derive.codegen.derivatives.diff builds the expression ``sympy.diff`` builds (structurally: the
     printed modules stay byte-identical), on every coefficient of erf K = 2, M = 1 and order 2
     (sums of I3 and I4 terms: products, square roots, arcsines) by every level-1 variable, and
     on the next-level split of its hierarchy."""
     import sympy as sp
-    from derive.derivatives import diff
+    from derive.codegen.derivatives import diff
     from derive.hierarchy import Hierarchy
     h = Hierarchy(SystemKey("erf", 2, 1))
     n, nt = h.n_state, h.n_teacher

@@ -37,7 +37,7 @@ import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..derivatives import diff as _diff, free_symbols as _free
+from .derivatives import diff as _diff, free_symbols as _free
 from ..fastcse import cse
 from ..forward import program_derivatives
 from .long_sums import LONG, join_sum
