@@ -17,7 +17,7 @@ from derive.codegen import module_printer as codegen
 from derive.codegen.derivatives import diff
 from derive.family.integrals import _expand
 from derive.family.orthant import Orthant4, gradient_entry
-from derive.forward import _three_address, all_partials
+from derive.codegen.forward_derivatives import _three_address, all_partials
 from derive.hierarchy import Hierarchy, SystemKey
 from derive.codegen.substitute import rebuild, xreplace
 from derive.codegen.term_order import ordered_terms
@@ -186,7 +186,7 @@ def test_a_long_derivative_line_prints_as_code_python_compiles():
     variable: the derivative line is a flat sum, compiles, and equals the product rule worked
     out here in exact rationals (sympy.diff of the 3,000-term sum gave the same number in ~8 s
     of CPU, the product rule takes 0.1 s)."""
-    from derive.forward import program_derivatives
+    from derive.codegen.forward_derivatives import program_derivatives
     a = sp.Symbol("a")
     xs = sp.symbols("x0:3000")
     replacements = [(xs[i], (i + 1) * a**2 + i) for i in range(3000)]

@@ -7,7 +7,7 @@ One module per (activation, K, M).  It holds only what the derivation produces:
   ``f`` of the split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1), after common
   subexpression elimination;
 * ``coefficient_derivatives(...)``: their derivatives by the level-1 state (for Jacobians),
-  accumulated forward along the coefficients' CSE program (:mod:`derive.forward`: no symbolic
+  accumulated forward along the coefficients' CSE program (:mod:`derive.codegen.forward_derivatives`: no symbolic
   derivative of the large expressions, no second CSE);
 * ``eps_g(v1, t1, ctx)``.
 
@@ -39,7 +39,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from .derivatives import diff as _diff, free_symbols as _free
 from ..fastcse import cse
-from ..forward import program_derivatives
+from .forward_derivatives import program_derivatives
 from .long_sums import LONG, join_sum
 from .term_order import ordered_terms
 from ..hierarchy import Hierarchy, SystemKey, state_labels, teacher_labels
@@ -200,7 +200,7 @@ def _derivatives(exprs, variables):
     (identical expressions, as the coefficients of different rows often are, once).
 
     The symbolic route, kept as the reference of the printed derivatives (which are the
-    forward accumulation of :mod:`derive.forward` over the coefficients' CSE program)."""
+    forward accumulation of :mod:`derive.codegen.forward_derivatives` over the coefficients' CSE program)."""
     idx, out, free, memo = [], [], {}, {}
     for k, expr in enumerate(exprs):
         present = _free(expr, free)
@@ -250,7 +250,7 @@ def render(key: SystemKey, target: str | None = None) -> str:
               f"    {', '.join(map(str, t1))}, = t1\n")
     replacements, reduced = cse(a_exprs + f_exprs, "x")
     coef_lines, coef_out = _print_program(replacements, reduced, printer)
-    # d a / d v1, d f / d v1: the chain rule along the same program (derive/forward.py);
+    # d a / d v1, d f / d v1: the chain rule along the same program (derive/codegen/forward_derivatives.py);
     # new text, printed in SymPy's argument order (sorting terms was most of the printing)
     values, d_lines, d_index, deriv_out = program_derivatives(
         replacements, reduced, v1, _printer("mpmath", order="none"), "d", "z")

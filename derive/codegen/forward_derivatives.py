@@ -20,8 +20,8 @@ import re
 
 import sympy as sp
 
-from .codegen.derivatives import diff, free_symbols
-from .codegen.long_sums import join_sum
+from .derivatives import diff, free_symbols
+from .long_sums import join_sum
 
 
 def program_derivatives(replacements, outputs, variables, printer, prefix="d", split="z"):
