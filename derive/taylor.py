@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .fastcse import cse
+from .codegen.cse import cse
 from .codegen.long_sums import join_sum
 from .codegen.substitute import rebuild
 

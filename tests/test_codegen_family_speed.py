@@ -12,8 +12,9 @@ import mpmath
 import pytest
 import sympy as sp
 
-from derive import fastcse, integrals
+from derive import integrals
 from derive.codegen import module_printer as codegen
+from derive.codegen.cse import cse
 from derive.codegen.derivatives import diff
 from derive.family.integrals import _expand
 from derive.family.orthant import Orthant4, gradient_entry
@@ -44,7 +45,7 @@ def test_cse_with_argument_matching_is_sympys(student, teacher, K, M):
     common arguments does most of its work."""
     _, exprs = _coefficients(student, teacher, K, M)
     ref = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
-    assert _same(fastcse.cse(exprs, "x"), ref)
+    assert _same(cse(exprs, "x"), ref)
 
 
 def test_cse_matching_on_overlapping_sums():
@@ -53,13 +54,13 @@ def test_cse_matching_on_overlapping_sums():
     exprs = [a + b + c + d, a + b + c + e, b + c + d + e, a * b * c, a * b * d * e, b * c * e,
              sp.sqrt(a + b + c) + a * b * c * d, (a + b) * (c + d + e)]
     ref = sp.cse(exprs, symbols=sp.numbered_symbols("x"), order="none")
-    assert _same(fastcse.cse(exprs, "x"), ref)
+    assert _same(cse(exprs, "x"), ref)
 
 
 @pytest.mark.parametrize("student, teacher, K, M", PAIRS + [("erf", "erf", 2, 2)])
 def test_ordered_terms_are_sympys(student, teacher, K, M):
     d, exprs = _coefficients(student, teacher, K, M)
-    replacements, reduced = fastcse.cse(exprs, "x")
+    replacements, reduced = cse(exprs, "x")
     sums = {a for e in [v for _, v in replacements] + list(reduced) + [d.h.eps_g]
             for a in sp.preorder_traversal(e) if a.is_Add}
     x, y = sp.symbols("x y")
@@ -99,7 +100,7 @@ def test_one_walk_partials_are_sympy_diff(student, teacher, K, M):
     """Every partial the printed derivatives use (each line of the three-address program by
     each symbol it has) against ``sympy.diff``."""
     _, exprs = _coefficients(student, teacher, K, M)
-    replacements, reduced = fastcse.cse(exprs, "x")
+    replacements, reduced = cse(exprs, "x")
     program, _ = _three_address(replacements, reduced, "z")
     checked = 0
     for _, expr in program[:400]:

@@ -38,7 +38,7 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.pycode import PythonCodePrinter
 
 from .derivatives import diff as _diff, free_symbols as _free
-from ..fastcse import cse
+from .cse import cse
 from .forward_derivatives import program_derivatives
 from .long_sums import LONG, join_sum
 from .term_order import ordered_terms

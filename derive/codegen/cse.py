@@ -18,8 +18,8 @@ import sympy as sp
 from sympy.simplify import cse_main
 from sympy.utilities.iterables import numbered_symbols, topological_sort
 
-from .codegen.substitute import rebuild
-from .codegen.term_order import negation_sorts_first
+from .substitute import rebuild
+from .term_order import negation_sorts_first
 
 _INFINITE = frozenset((sp.S.ComplexInfinity, sp.S.Infinity, sp.S.NegativeInfinity, sp.S.NaN))
 
