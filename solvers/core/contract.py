@@ -52,7 +52,7 @@ class SolverModule(Protocol):
 
 @runtime_checkable
 class JetsModule(Protocol):
-    """``derive.taylor.render_jets(key)``: Taylor-series recurrences of the level-1 coefficients
+    """``derive.codegen.jet_printer.render_jets(key)``: Taylor-series recurrences of the level-1 coefficients
     along a path v1(α) = Σ_k v1_k α^k.  ``jets_start`` gives order 0 of all ``N_OUTPUTS``
     outputs and the jet state of its ``N_NODES`` nodes; ``jets_extend(state, v1k, k)`` appends
     order k and returns the outputs' coefficient k; ``jets_extend_a`` the same for the a outputs

@@ -67,7 +67,7 @@ def checked_in_files() -> dict:
 def _render(key: SystemKey, target: str) -> str:
     """Source of the module ``load(key, target)`` imports."""
     if target == "taylor":
-        from derive.taylor import render_jets
+        from derive.codegen.jet_printer import render_jets
         return render_jets(key)
     return codegen.render(key)
 
@@ -164,7 +164,7 @@ def ensure_printed(key: SystemKey) -> None:
 
 def _targets(key: SystemKey) -> tuple:
     """The modules a system is printed into: the solver and its Taylor jets (a trained
-    readout's jets carry v as inputs and its rates as outputs, derive/taylor.py)."""
+    readout's jets carry v as inputs and its rates as outputs, derive/codegen/jet_printer.py)."""
     return ("mpmath", "taylor")
 
 
