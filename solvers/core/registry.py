@@ -59,7 +59,7 @@ def checked_in_files() -> dict:
     files.update({GENERATED_DIR / f"{codegen.module_name(k, 'taylor')}.py":
                   (lambda k=k: _render(k, "taylor")) for k in CHECKED_IN})
     files[GENERATED_DIR / f"{codegen.KERNELS_MODULE}.py"] = codegen.render_kernels
-    from derive import normal_tables
+    from solvers.precompute import normal_tables
     files[GENERATED_DIR / f"{normal_tables.MODULE}.py"] = normal_tables.render_normal_tables
     return files
 
