@@ -85,3 +85,15 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert not cycle, cycle[:3]
+
+
+def test_system_names_import_without_the_symbolic_machinery():
+    """derive/keys.py and derive/polynomial_text.py stay in derive/ (docs/guide/architecture.md)
+    on the condition that the numeric layer can import them, name a system and parse a
+    polynomial without loading SymPy, mpmath or NumPy."""
+    code = ("import sys; from derive.keys import SystemKey; "
+            "from derive.polynomial_text import polynomial_coefficients; "
+            "SystemKey('relu', 2, 2, teacher='erf').tag; polynomial_coefficients('x**3 - 3*x'); "
+            "print(sorted(m for m in ('sympy', 'mpmath', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
