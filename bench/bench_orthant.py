@@ -40,12 +40,12 @@ def main():
     from flint import arb
     from solvers.core.numbers import FlintContext
     from scipy.stats import multivariate_normal
-    from derive.family.orthant import orthant4_mp
+    from derive.family.orthant import orthant4_digits
 
     print(f"load average {os.getloadavg()[0]:.1f}")
     for name, r in CASES.items():
         with mpmath.workdps(70):
-            ref = orthant4_mp(r, 60)
+            ref = orthant4_digits(r, 60)
         R = np.eye(4)
         for (a, b), x in zip(O.PAIRS, r):
             R[a, b] = R[b, a] = float(x)
