@@ -19,8 +19,8 @@ DERIVE_DIR = Path(__file__).resolve().parents[2] / "derive"
 # the generator sources a printed module depends on, as patterns relative to derive/: the code
 # generator, the models it prints and every module of derive/ they import (checked by
 # tests/test_codegen_cache_key.py)
-_SOURCES = ("codegen/*.py", "family/*.py", "hierarchy.py", "integrals.py", "keys.py",
-            "polynomial_text.py")
+_SOURCES = ("__init__.py", "codegen/*.py", "family/*.py", "hierarchy.py", "integrals.py",
+            "keys.py", "polynomial_text.py")
 
 
 def cache_dir() -> Path:
