@@ -83,6 +83,6 @@ def printed_module(name: str, render, what: str):
         with lock(folder / f".{name}.lock", f"waiting for another process printing the {what}",
                   notices.say):
             if not path.exists():
-                from derive.codegen.module_printer import write_atomic     # SymPy: only when printing
+                from derive.codegen.module_printer import write_atomic   # SymPy: when printing
                 write_atomic(path, render(), verify=what)
     return import_path(path, name)

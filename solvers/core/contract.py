@@ -52,8 +52,8 @@ class SolverModule(Protocol):
 
 @runtime_checkable
 class JetsModule(Protocol):
-    """``derive.codegen.jet_printer.render_jets(key)``: Taylor-series recurrences of the level-1 coefficients
-    along a path v1(α) = Σ_k v1_k α^k.  ``jets_start`` gives order 0 of all ``N_OUTPUTS``
+    """``derive.codegen.jet_printer.render_jets(key)``: Taylor-series recurrences of the level-1
+    coefficients along a path v1(α) = Σ_k v1_k α^k.  ``jets_start`` gives order 0 of all ``N_OUTPUTS``
     outputs and the jet state of its ``N_NODES`` nodes; ``jets_extend(state, v1k, k)`` appends
     order k and returns the outputs' coefficient k; ``jets_extend_a`` the same for the a outputs
     (and a trained readout's rates) only, the others returned as 0.  The outputs: the a

@@ -1,7 +1,7 @@
 """Coefficient-k recurrences shared by every printed Taylor jet module.
 
-``derive/codegen/jet_printer.py`` prints one ``solvers/generated/*_taylor.py`` module per system; each of
-them needs the same handful of Cauchy-product recurrences.  They used to be printed into every
+``derive/codegen/jet_printer.py`` prints one ``solvers/generated/*_taylor.py`` module per
+system; each of them needs the same handful of Cauchy-product recurrences.  They used to be printed into every
 module from a template; they live here once instead, and the printed modules import them under
 their old private names (``from solvers.integrators.jet_ops import mul as _mul, ...``) so the
 printed bodies are unchanged.
