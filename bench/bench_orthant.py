@@ -8,7 +8,7 @@ Plain routes, measured in the same run on the same correlations:
 Ours: float64 graded Gauss–Legendre (checked against a second rule), vectorised over arrays
 too; mpmath tanh-sinh at 10 guard digits with its error estimate checked (the plain route plus that
 check); flint ``acb.integral`` (rigorous), or tanh-sinh for nearly aligned fields.
-Accuracy against derive/family's mpmath evaluation at 60 digits.
+Accuracy against the mpmath route at 60 digits (Orthant4's evaluation, a higher precision).
 
     .venv/bin/python bench/bench_orthant.py
 """
