@@ -199,8 +199,16 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
             child = _start_jets_process(key, jets_path)
             if child is not None and verbose:
                 say(f"{what}: Taylor jets, in a second process ...")
-        text = phase("printing", lambda: codegen.render(key))
-        codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text, verify=what)
+        try:
+            text = phase("printing", lambda: codegen.render(key))
+            codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text, verify=what)
+        except BaseException:
+            # a refused module leaves nothing in the cache: not the jets the child prints
+            # either (it may have published them already)
+            if child is not None:
+                child.close()
+                jets_path.unlink(missing_ok=True)
+            raise
     if child is not None:
         seconds = _finish_jets_process(child)
         if seconds is not None:
