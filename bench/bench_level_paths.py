@@ -16,7 +16,7 @@ Paths (``solvers.hierarchy.odes.integrate_problem`` flags):
    when --alpha-max > 20 and scaled by the ratio of RHS evaluations (stated in the table).
 All paths take the same steps (same controller, same error estimates up to rounding), so the
 ratios are per-step cost ratios; the accuracy column is against the modes basis in float64
-(RK7(8), rtol 1e-13: ~1e-12, BENCHMARKS.md §2).  Times are the minimum of up to 3 runs.
+(RK7(8), rtol 1e-13: ~1e-12, bench/ARCHIVE.md §2).  Times are the minimum of up to 3 runs.
 """
 from __future__ import annotations
 

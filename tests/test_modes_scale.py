@@ -12,7 +12,7 @@ def test_L4096_converges_in_rtol():
     """K = M = 2, L = N = 4096, α ≤ 10⁴: the default rtol 1e-8 against rtol 1e-10.
 
     At L = 1024 the default run is within 2.3e-8 of the explicit RK7(8) at rtol 1e-12
-    (BENCHMARKS.md §9); measured here 1.0e-8, so 1e-7 leaves a factor 10 for the larger
+    (bench/ARCHIVE.md §9); measured here 1.0e-8, so 1e-7 leaves a factor 10 for the larger
     λ_1 ∝ L; a stiff solve gone wrong is off by O(1)."""
     inp = mf.random_inputs(2, 2, 4096, L=4096, beta=1.0, eta=0.1, sigma_J=0.01, seed=0)
     alphas = [0.0] + list(np.geomspace(1, 1e4, 12))

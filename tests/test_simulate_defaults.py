@@ -64,7 +64,7 @@ def test_initial_realisation_does_not_depend_on_the_generator(rotate):
 
 def test_two_threads_only_when_a_cpu_is_idle(monkeypatch):
     """threads=None takes a second thread only when the 1-minute load leaves a CPU idle: under
-    load the two threads' per-step wait costs a time slice (BENCHMARKS.md §20: 3-6k steps/s on
+    load the two threads' per-step wait costs a time slice (bench/ARCHIVE.md §20: 3-6k steps/s on
     two threads against 170-520k on one at load 12-20)."""
     from solvers.hierarchy import background
     monkeypatch.setattr(background, "available_cpus", lambda: 2)

@@ -2,7 +2,7 @@
 request is run as a whole ``scaling-odes`` process and its CPU time (user + system of the
 process and its children, so a loaded machine stretches it far less than the wall time)
 is compared with the estimate the command would announce.  The measured/estimated ratio
-must lie in [0.5, 2] (the fit points of the model lie within 0.69 .. 1.7, BENCHMARKS.md §40).
+must lie in [0.5, 2] (the fit points of the model lie within 0.69 .. 1.7, bench/ARCHIVE.md §40).
 
 The reference is the measurement itself; the estimate is computed before the run from the
 spec alone.  The default suite runs two requests (a solve and a simulation); ``make verify``

@@ -137,7 +137,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _COLUMN_KERNEL_MIN_K = 32
 # From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
 # it the per-step exchange between the cores is not paid back.  Two threads / one, steps per
-# second at K = M = 2: BENCHMARKS §13's table float32 1.20 (N = 256), 1.34 (1024), 1.73 (7000),
+# second at K = M = 2: bench/ARCHIVE.md §13's table float32 1.20 (N = 256), 1.34 (1024), 1.73 (7000),
 # xoshiro 0.99, 1.29, 1.32; interleaved in-process runs of the landed kernel, 3 rounds each,
 # float32 0.7-1.3 at 512, 1.2-1.5 at 1024, 1.3-1.6 at 2048; xoshiro, whose redraws of rejected
 # words are serial across the two parts (one repair lane), 1.0-1.4 at 512, 1.0-1.3 at 1024.
@@ -604,7 +604,7 @@ def _load_average() -> float:
 
 
 # Two threads wait for each other at every step: when other work keeps the CPUs busy, the
-# waiting thread is descheduled and a step costs a time slice.  Measured (BENCHMARKS.md §20),
+# waiting thread is descheduled and a step costs a time slice.  Measured (bench/ARCHIVE.md §20),
 # N = 1024, K = M = 2, 2 CPUs: at load 12-20 two threads ran 3-6k steps/s against 170-520k on
 # one; the whole command at load 3.4-10 was 2-5x the naive loop instead of 20-25x.  So two
 # threads only when the 1-minute load leaves a CPU idle on average (the load of §13's idle runs,

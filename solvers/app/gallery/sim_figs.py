@@ -288,7 +288,7 @@ FIG15 = Figure(15, "Training outside the covariance eigenbasis: SGD vs Eq. (88)"
                compute=fig15_compute, plot=fig15_plot, checks=fig15_checks, overlay=True, version=3,
                errata="Eq. (88) is the η → 0 asymptote; the finite-η fixed point (divided by 1 − ηTr(Σ̃)/2N) is used. "
                       "Cost: the literal kernel (ξ = A z, O(N²) per step) would need ≈ 47 CPU-hours here; the reduced "
-                      "kernel (same process in law, O(N_l) per step, BENCHMARKS.md §16) needs 10.6 / 19.2 CPU s per 25-seed "
+                      "kernel (same process in law, O(N_l) per step, bench/ARCHIVE.md §16) needs 10.6 / 19.2 CPU s per 25-seed "
                       "chunk at N_l = 50 / 100 (28 / 37 at 150 / 200), ≈ 1.1·10³ CPU s for the whole figure. The checks compare "
                       "each run's window mean with its exact expectation (finite N, finite η, same W and initial weights) "
                       "and the seed mean with Eq. (88) at finite η, which has neither the finite-N noise term nor the "
