@@ -196,3 +196,30 @@ def test_the_kernels_imported_here_keep_their_code_under_numba_dir():
         assert caches, module.__name__
         assert all(Path(c._cache_path).is_relative_to(folder) for c in caches), module.__name__
     assert "solvers.sim.kernels" in sys.modules
+
+
+def test_the_cache_command_lists_and_clears_only_the_kinds(tmp_path, monkeypatch, capsys):
+    """Files of each kind laid out by hand (the reference): ``cache --json`` counts them per kind,
+    ``cache --clear`` deletes them and their lock files, and a user's own file stays."""
+    import json
+    from solvers.app.cli.main import main
+    root = _use(monkeypatch, tmp_path / "cache")
+    laid = {"solver modules": ["0123456789ab/erf_K3_M3.py", "ba9876543210/erf_K4_M4.py"],
+            "Taylor jets": ["0123456789ab/erf_K3_M3_taylor.py"],
+            "simulator's pair I2": ["0123456789ab/family_I2_00ff.py"],
+            "C step kernel": ["ckernel/sgd_rows-00ff.so"],
+            "numba kernels": ["numba/sim_00ff/kernels.f-1.py311.nbi",
+                              "numba/sim_00ff/kernels.f-1.py311.1.nbc"]}
+    for i, rel in enumerate(p for files in laid.values() for p in files):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"x" * (i + 1))
+    (root / "0123456789ab" / ".erf_K3_M3.lock").write_text("")
+    (root / "notes.txt").write_text("mine")
+    assert main(["cache", "--json"]) == 0
+    kinds = json.loads(capsys.readouterr().out)["kinds"]
+    assert {k: v["files"] for k, v in kinds.items()} == {k: len(v) for k, v in laid.items()}
+    n = sum(len(v) for v in laid.values())
+    assert sum(v["bytes"] for v in kinds.values()) == n * (n + 1) // 2
+    assert main(["cache", "--clear"]) == 0
+    assert "cleared" in capsys.readouterr().out
+    assert [p.relative_to(root).as_posix() for p in root.rglob("*")] == ["notes.txt"]

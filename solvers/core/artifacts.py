@@ -199,6 +199,24 @@ def listing(root: Path | None = None) -> list[tuple[str, int, int]]:
     return out
 
 
+def clear(root: Path | None = None) -> tuple[int, int]:
+    """Delete what :func:`listing` lists, with the kinds' lock files and the folders left empty
+    (nothing else: the cache directory may hold other files); returns (files, bytes)."""
+    root = cache_dir() if root is None else Path(root)
+    files = [p for kind in KINDS for p in kind.files(root)]
+    size = sum(p.stat().st_size for p in files)
+    folders = {p.parent for p in files}
+    for path in files:
+        path.unlink()
+    for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+        for lockfile in folder.glob(".*.lock"):
+            lockfile.unlink()
+        while folder != root and folder.is_relative_to(root) and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
+    return len(files), size
+
+
 def import_path(path: Path, name: str):
     """Import the module file ``path`` as ``scaling_odes_cache.<name>``."""
     spec = importlib.util.spec_from_file_location(f"scaling_odes_cache.{name}", path)
