@@ -132,6 +132,7 @@ OTHER_OWNERS = {
     ("solvers/app/sweep.py", "os.replace"),              # a sweep's result files
     ("solvers/app/gallery/cache.py", "os.replace"),      # the gallery's computed curves
     ("solvers/app/workers.py", "fcntl.flock"),           # a sweep directory's one owner
+    ("solvers/app/cli/cache.py", "cache_dir"),           # names the directory it lists
 }
 
 
@@ -163,6 +164,8 @@ def test_no_other_module_publishes_generated_code():
                 name.split(".")[-1] + "(" in text for name in (*PRIMITIVES, "write_atomic")):
             continue
         for name, owner in _calls(path):
+            if name.split(".")[-1] == "cache_dir":         # also as artifacts.cache_dir
+                name = "cache_dir"
             if name.split(".")[-1] == "write_atomic":
                 write_atomic_calls.append(rel)
             # the code generator's own publish, write_atomic, is no longer called (below)
