@@ -7,8 +7,8 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,docs]'
+	$(PY) -m pip install -q uv   # resolves and installs in seconds where pip takes minutes
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[test,docs]'
 	$(PY) -m ipykernel install --user --name scaling-odes >/dev/null 2>&1 || true
 	touch $(STAMP)
 
@@ -25,7 +25,7 @@ regenerate: $(STAMP)
 	$(VENV)/bin/scaling-odes regenerate
 
 bench: $(STAMP)
-	$(PY) -m pip install -q -e '.[test,bench]'
+	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[test,bench]'
 	$(PY) bench/run_all.py
 
 clean:

@@ -34,7 +34,10 @@ import json, sys, time
 src, act, K, M = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 sys.path.insert(0, src)
 t0 = time.process_time()
-from derive import codegen, taylor
+try:
+    from derive.codegen import jet_printer as taylor, module_printer as codegen
+except ImportError:         # a base tree from before the code-generation subpackage
+    from derive import codegen, taylor
 from derive.keys import SystemKey
 assert codegen.__file__.startswith(src), codegen.__file__
 key = SystemKey(act, K, M)

@@ -8,7 +8,7 @@ Plain routes, measured in the same run on the same correlations:
 Ours: float64 graded Gauss–Legendre (checked against a second rule), vectorised over arrays
 too; mpmath tanh-sinh at 10 guard digits with its error estimate checked (the plain route plus that
 check); flint ``acb.integral`` (rigorous), or tanh-sinh for nearly aligned fields.
-Accuracy against derive/family's mpmath evaluation at 60 digits.
+Accuracy against the mpmath route at 60 digits (Orthant4's evaluation, a higher precision).
 
     .venv/bin/python bench/bench_orthant.py
 """
@@ -40,12 +40,12 @@ def main():
     from flint import arb
     from solvers.core.numbers import FlintContext
     from scipy.stats import multivariate_normal
-    from derive.family.orthant import orthant4_mp
+    from derive.family.orthant import orthant4_digits
 
     print(f"load average {os.getloadavg()[0]:.1f}")
     for name, r in CASES.items():
         with mpmath.workdps(70):
-            ref = orthant4_mp(r, 60)
+            ref = orthant4_digits(r, 60)
         R = np.eye(4)
         for (a, b), x in zip(O.PAIRS, r):
             R[a, b] = R[b, a] = float(x)

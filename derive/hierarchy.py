@@ -12,7 +12,7 @@ teacher entries T_nm (n <= m), v1 = (R1, Q1, T1), e2 = η² for order 2 and 0 fo
 :class:`Hierarchy` derives the right-hand side once, for a generic level, with the next-level
 quantities and ν_{l+1} as symbols, and splits it into the coefficients a and f of (*).  The
 closure (Cayley–Hamilton) and the modes basis are built from that split in
-:mod:`derive.systems`; code generation prints it in :mod:`derive.codegen`.
+:mod:`derive.systems`; code generation prints it in :mod:`derive.codegen.module_printer`.
 
 State ordering within a level (documented contract): first R_in for i = 1..K, n = 1..M
 (row-major), then Q_ij for 1 <= i <= j <= K (row-major upper triangle).  Teacher entries:
@@ -26,8 +26,8 @@ from itertools import product
 import sympy as sp
 
 from . import integrals
-from .derivatives import diff
-from .substitute import xreplace
+from .codegen.derivatives import diff
+from .codegen.substitute import xreplace
 from .keys import SystemKey  # noqa: F401  (re-exported: the name every caller uses)
 
 

@@ -85,3 +85,37 @@ def test_no_import_cycles():
         if m not in state:
             visit(m, [m])
     assert not cycle, cycle[:3]
+
+
+def test_system_names_import_without_the_symbolic_machinery():
+    """derive/keys.py and derive/polynomial_text.py stay in derive/ (docs/guide/architecture.md)
+    on the condition that the numeric layer can import them, name a system and parse a
+    polynomial without loading SymPy, mpmath or NumPy."""
+    code = ("import sys; from derive.keys import SystemKey; "
+            "from derive.polynomial_text import polynomial_coefficients; "
+            "SystemKey('relu', 2, 2, teacher='erf').tag; polynomial_coefficients('x**3 - 3*x'); "
+            "print(sorted(m for m in ('sympy', 'mpmath', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_derive_imports_no_numeric_library():
+    """Numerics live in solvers/ (docs/guide/architecture.md): no module of derive/ imports NumPy
+    or SciPy, or calls mpmath's quadrature, fitting or root finding (Orthant4 evaluates through
+    solvers/core/orthant.py, the float32 tables are fitted in solvers/precompute/)."""
+    import ast
+    offenders = []
+    for path in sorted((ROOT / "derive").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Attribute) and node.attr in (
+                    "quad", "quadgl", "quadts", "chebyfit", "findroot", "leggauss"):
+                names = [node.attr]
+            bad = [n for n in names if n.split(".")[0] in ("numpy", "scipy")
+                   or n in ("quad", "quadgl", "quadts", "chebyfit", "findroot", "leggauss")]
+            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in bad]
+    assert not offenders, offenders

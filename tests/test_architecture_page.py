@@ -59,7 +59,7 @@ def test_every_row_is_an_existing_folder():
 
 def test_modules_named_in_a_row_are_in_its_folder():
     """`numbers.py` in the solvers/core/ row is solvers/core/numbers.py; a name with a folder
-    (`derive/taylor.py`, `tests/conftest.py`) is taken from the repository root."""
+    (`derive/codegen/jet_printer.py`, `tests/conftest.py`) is taken from the repository root."""
     wrong = []
     for folder, text in table_rows().items():
         for name in MODULE.findall(text):

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from derive import codegen, spectra, systems
+from derive import spectra, systems
+from derive.codegen import module_printer as codegen
 from derive.hierarchy import Hierarchy, SystemKey
 from solvers.core import registry
 from solvers.core.numbers import FlintContext, Float64Context, MpmathContext, to_mpf

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from derive import codegen
+from derive.codegen import module_printer as codegen
 from derive.keys import SystemKey
 from solvers.app.spec import parse_spec
 from solvers.app.validate import _codegen_seconds, check_generated_system

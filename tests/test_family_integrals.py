@@ -31,8 +31,9 @@ from derive import integrals as base
 from derive.family import activations as A
 from derive.family.expectations import wick
 from derive.family.integrals import I2, I3, I4, pair_integrals
-from derive.family.orthant import Orthant4, lambdify, orthant4_float, orthant4_mp
+from derive.family.orthant import Orthant4, lambdify, orthant4_digits
 from derive.integrals import covariance_symbols
+from solvers.core.orthant import orthant4_float
 
 pytestmark = [pytest.mark.quadrature, pytest.mark.closed_form, pytest.mark.higher_precision]
 
@@ -508,7 +509,7 @@ def test_erf_erf_matches_base_at_50_digits():
 def test_orthant_exchangeable_half_is_one_fifth():
     # z_a = (w_a - w_0)/sqrt(2) has r = 1/2; all four positive <=> w_0 is the smallest of five
     with mp.workdps(50):
-        assert abs(orthant4_mp(["0.5"] * 6, 40) - mp.mpf(1) / 5) < mp.mpf(10) ** -40
+        assert abs(orthant4_digits(["0.5"] * 6, 40) - mp.mpf(1) / 5) < mp.mpf(10) ** -40
 
 
 @pytest.mark.parametrize("seed", [51, 52])
@@ -517,7 +518,7 @@ def test_orthant_one_factor_formula(seed):
     with mp.workdps(40):
         r = [lam[a] * lam[b] for a, b in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]]
         want = one_factor([[((1,), "theta")]] * 4, lam, [1] * 4, 30)
-        assert abs(orthant4_mp(r, 30) - want) < mp.mpf(10) ** -30
+        assert abs(orthant4_digits(r, 30) - want) < mp.mpf(10) ** -30
 
 
 def _corr6(C):
@@ -543,22 +544,29 @@ def test_orthant_second_path_general_correlation():
 
         start = one_factor([[((1,), "theta")]] * 4, lam, [1] * 4, 30)
         want = start + mp.quad(f, [0, 1])
-        assert abs(orthant4_mp(r1, 30) - want) < mp.mpf(10) ** -30
+        assert abs(orthant4_digits(r1, 30) - want) < mp.mpf(10) ** -30
 
 
 def test_orthant_float64_and_evalf():
     with mp.workdps(40):
         r = [mp.mpf(sp.N(x, 40)) for x in _corr6(rational_cov(55, 4))]
-    ref = orthant4_mp(r, 30)
-    assert abs(orthant4_float([float(x) for x in r]) - float(ref)) < 2e-15
-    vec = orthant4_float([np.array([float(x), 0.0]) for x in r])
+    ref = orthant4_digits(r, 30)
+    assert abs(orthant4_float(*[float(x) for x in r]) - float(ref)) < 2e-15
+    vec = orthant4_float(*[np.array([float(x), 0.0]) for x in r])
     assert abs(vec[1] - 1 / 16) < 1e-16
     assert sp.N(Orthant4(*[R(1, 2)] * 6), 30) == sp.Float("0.2", 30)
 
 
-def test_orthant_refuses_singular():
-    with pytest.raises(ValueError, match="singular"):
-        orthant4_float([0.999999] * 6)
+def test_orthant_refuses_a_matrix_outside_the_cone():
+    """Orthant4's numbers come from the numeric layer, which refuses correlations that no four
+    Gaussian fields have (smallest eigenvalue about -1.1) in float64, in mpmath and in evalf."""
+    bad = [R(99, 100), R(9, 10), R(-9, 10), R(9, 10), R(-9, 10), R(1, 2)]
+    r = sp.symbols("r0:6")
+    for backend in ("numpy", "mpmath"):
+        with pytest.raises(ValueError, match="not positive semi-definite"):
+            lambdify(r, Orthant4(*r), backend)(*[float(x) for x in bad])
+    with pytest.raises(ValueError, match="not positive semi-definite"):
+        sp.N(Orthant4(*bad), 20)
 
 
 def test_orthant_integral_form_and_special_values():

@@ -134,11 +134,24 @@ def test_readout_scaling_of_the_linear_model():
 CORR = ["0.3", "0.1", "-0.2", "0.25", "0.4", "0.05"]
 
 
-def test_orthant_contexts_agree_with_derive_family_at_higher_precision():
-    from derive.family.orthant import orthant4_mp
+def _plackett_in_t(corr, dps):
+    """P4 by Plackett's integral in its own variable t, the integrand built from the exact
+    gradient of derive.family.orthant (SymPy) and integrated by mpmath's tanh-sinh rule: none of
+    the numeric layer's quadrature (solvers/core/orthant.py integrates in s = sqrt(1 - t), with
+    the minors expanded in 1 - t)."""
+    from derive.family.orthant import Orthant4
+    t = sp.Dummy("t")
+    f = sp.lambdify(t, Orthant4(*[sp.Rational(x) for x in corr]).integrand(t), "mpmath")
+    with mpmath.workdps(dps + 10):
+        val, err = mpmath.quad(f, [0, 1], error=True)
+        assert err < mpmath.mpf(10) ** -dps
+        return mpmath.mpf(1) / 16 + val
+
+
+def test_orthant_contexts_agree_with_plackett_in_t_at_higher_precision():
     from solvers.core.numbers import context
     with mpmath.workdps(80):
-        ref = orthant4_mp(CORR, 70)
+        ref = _plackett_in_t(CORR, 70)
     for kind, dps, tol in (("mpmath", 40, 1e-38), ("flint", 40, 1e-38), ("float64", None, 1e-14)):
         ctx = context(kind, dps)
         with ctx:

@@ -1,5 +1,6 @@
 """The simulator's float32 inputs (generator = "float32"): xoshiro256++ lanes, two 32-bit halves
-per word, inverse normal CDF (solvers/sim/normals.py, constants from derive/normal_tables.py).
+per word, inverse normal CDF (solvers/sim/normals.py, constants fitted by
+solvers/precompute/normal_tables.py).
 
 Accuracy is checked exhaustively: every one of the 2^23 values of the uniform (and both signs)
 against SciPy's float64 erfinv, itself spot-checked against mpmath at 40 digits.  The
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.special import erfinv
 
-from derive import normal_tables
+from solvers.precompute import normal_tables
 from solvers.generated import normal_f32 as tables
 from solvers.sim import normals as nm
 

@@ -7,9 +7,10 @@ must lie in [0.5, 2] (the fit points of the model lie within 0.69 .. 1.7, BENCHM
 The reference is the measurement itself; the estimate is computed before the run from the
 spec alone.  The default suite runs two requests (a solve and a simulation); ``make verify``
 runs twelve across solve (every route), simulate, compare and sweep, and, in one more test,
-twelve across the other subcommands that announce an estimate (onestep-sim, plateau,
-asymptotic, floor, bayes, bayes transitions, kernel-mc, a ReLU solve) with a solve, a
-simulation, a compare and a sweep in the same run.
+sixteen across the other subcommands that announce an estimate (onestep-sim, plateau,
+asymptotic, floor, bayes, bayes transitions, kernel-mc, a ReLU solve, plrf curve on both
+routes, plrf frontier, plrf simulate) with a solve, a simulation, a compare and a sweep in the
+same run.
 
 Compiling the simulator's and the stiff solver's kernels is a one-time cost per cache (a few
 seconds) that the model leaves out: each request is run once at alpha_max = 1 first, untimed,
@@ -63,6 +64,8 @@ _PLAIN_ERF = _spec(4, 0.5, 3000, training="order = 1").replace("[model]\n", "[mo
 _BAYES = ("[bayes]\nactivation = \"cubic\"\nd = 100\ngamma = 1.0\nDelta = {Delta}\nbeta = 1.0\n"
           "n_over_d = [1, 2, 3, 5, 7, 10, 14, 20, 30, 50, 70, 100, 140, 200, 300, 500]\n"
           "features = [1, 2]\n")
+_PLRF = ("[plrf]\nalpha = 1.0\nbeta = 0.7\nv = {v}\nd = {d}\ngamma = 0.1\nroute = \"{route}\"\n"
+         "r_max = 100000000\nn_points = 60\n")
 OTHER_REQUESTS = {
     "solve-rodas4": ("solve", _spec(16, 0.5, 100)),
     "simulate": ("simulate", _spec(4, 0.5, 200)),
@@ -84,6 +87,14 @@ OTHER_REQUESTS = {
     "bayes-transitions": ("bayes transitions", _BAYES.format(Delta=0.01)),
     "kernel-mc": ("kernel-mc", "[kernel]\na = 2.0\nM = 500\ntarget_b = 2.0\nridge = 1e-2\n"
                   "noise = 1e-2\nP = [16, 64, 256]\n[mc]\ntrials = 200\n"),
+    "plrf-curve-exact": ("plrf curve", _PLRF.format(v=8000, d=2000, route="exact")),
+    "plrf-curve-deterministic": ("plrf curve", _PLRF.format(v='"inf"', d=300000,
+                                                            route="deterministic")),
+    "plrf-frontier": ("plrf frontier", "[plrf]\nalpha = 1.0\nbeta = 0.7\nv_over_d = 4\n"
+                      "d = [1000, 4000, 16000, 64000]\ngamma = \"auto\"\nf_min = 1e4\n"
+                      "f_max = 1e12\nn_f = 40\n"),
+    "plrf-simulate": ("plrf simulate", _PLRF.format(v=400, d=100, route="exact")
+                      .replace("r_max = 100000000", "r_max = 2000") + "runs = 200\n"),
 }
 
 
@@ -112,6 +123,10 @@ def _other_estimate(command, path):
         st, sec, sim = _load(path, True)
         alphas = list(sec["alpha"])
         return sizing.onestep_sim_estimate(st, alphas, sim, sim_bytes(st, alphas, sim))
+    if command.startswith("plrf"):
+        from solvers.app.cli.plrf import load_document
+        from solvers.app.spec import read_document
+        return load_document(read_document(path), str(path), command.split()[1])["estimate"]
     return _estimate(command, path)
 
 
@@ -174,7 +189,7 @@ def test_estimates_match_measured_cpu_time_across_commands(tmp_path, monkeypatch
 
 @pytest.mark.full
 def test_estimates_match_measured_cpu_time_across_subcommands(tmp_path, monkeypatch):
-    """Twelve requests of eleven subcommands and routes in one run (the ReLU solve: the
+    """Sixteen requests of twelve subcommands and routes in one run (the ReLU solve: the
     orthant-probability right-hand side, sized ~40x erf's)."""
     assert len({c for c, _ in OTHER_REQUESTS.values()}) >= 10
     _check(tmp_path, OTHER_REQUESTS, monkeypatch, _other_estimate)

@@ -288,7 +288,7 @@ def test_estimate_is_within_a_factor_of_the_measured_time(tmp_path):
     fit residuals are below 1.5x, and a busy test machine may slow the CPU time by cache
     contention, never by the ~2x a shared core costs the wall time."""
     from solvers.core.codegen_time import estimate_seconds
-    from derive import codegen
+    from derive.codegen import module_printer as codegen
     key = SystemKey("erf", 2, 1)
     codegen._derive.cache_clear()
     t0 = registry._cpu_seconds()           # with the jets' second process, when there is one
@@ -329,12 +329,12 @@ def test_a_second_process_waits_for_the_first(tmp_path):
 
 
 def test_fast_derivatives_are_sympys():
-    """derive.derivatives.diff builds the expression ``sympy.diff`` builds (structurally: the
+    """derive.codegen.derivatives.diff builds the expression ``sympy.diff`` builds (structurally: the
     printed modules stay byte-identical), on every coefficient of erf K = 2, M = 1 and order 2
     (sums of I3 and I4 terms: products, square roots, arcsines) by every level-1 variable, and
     on the next-level split of its hierarchy."""
     import sympy as sp
-    from derive.derivatives import diff
+    from derive.codegen.derivatives import diff
     from derive.hierarchy import Hierarchy
     h = Hierarchy(SystemKey("erf", 2, 1))
     n, nt = h.n_state, h.n_teacher

@@ -16,12 +16,12 @@ independent case (P4 = 1/16) gives Plackett's one-dimensional representation
 
     P4(R) = 1/16 + ∫_0^1 Σ_{a<b} r_ab · dP4/dr_ab(t R) dt .
 
-The integrand is analytic on [0, 1] when R is positive definite (every t R + (1-t) I is), so
-Gauss–Legendre converges geometrically.  :class:`Orthant4` carries the six correlations
-(r12, r13, r14, r23, r24, r34); it differentiates to the elementary expressions above (so the
-Jacobians of the hierarchy stay elementary), rewrites to the integral (:meth:`Orthant4.as_integral`),
-and evaluates with mpmath at any precision (``evalf``, :func:`orthant4_mp`) or in float64 with a
-fixed Gauss–Legendre rule (:func:`orthant4_float`).
+:class:`Orthant4` carries the six correlations (r12, r13, r14, r23, r24, r34); it differentiates
+to the elementary expressions above (so the Jacobians of the hierarchy stay elementary) and
+rewrites to the integral (:meth:`Orthant4.as_integral`).  Its numbers (``evalf``, mpmath, and
+:func:`lambdify` in mpmath or float64) come from the one numeric implementation,
+:mod:`solvers.core.orthant`, which the printed modules call too: a quadrature that claims the
+working precision or refuses.
 
 >>> import sympy as sp
 >>> sp.N(Orthant4(*[sp.Rational(1, 2)] * 6), 30)   # exchangeable, r = 1/2: exactly 1/5
@@ -35,7 +35,7 @@ from itertools import combinations
 import mpmath as mp
 import sympy as sp
 
-from ..substitute import xreplace
+from ..codegen.substitute import xreplace
 
 PAIRS = tuple(combinations(range(4), 2))        # (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
 
@@ -44,7 +44,7 @@ def _r(args, a, b):
     return args[PAIRS.index((min(a, b), max(a, b)))]
 
 
-def partial_correlation(args, a, b, c, d, lib=sp):
+def partial_correlation(args, a, b, c, d):
     """r_cd|ab: correlation of fields c, d given z_a = z_b = 0 (correlation matrix entries args).
 
     Numerator and both conditional variances are multiplied by 1 - r_ab² (> 0), which cancels.
@@ -56,40 +56,27 @@ def partial_correlation(args, a, b, c, d, lib=sp):
     num = rcd * one - (rca * rda + rcb * rdb - r * (rca * rdb + rcb * rda))
     vc = one - (rca * rca + rcb * rcb - 2 * r * rca * rcb)
     vd = one - (rda * rda + rdb * rdb - 2 * r * rda * rdb)
-    return num / (lib.sqrt(vc) * lib.sqrt(vd))
+    return num / (sp.sqrt(vc) * sp.sqrt(vd))
 
 
-def gradient_entry(args, k, lib=sp):
-    """dP4/dr_ab for the k-th pair (a, b) = PAIRS[k], in library ``lib`` (sympy, mpmath, numpy)."""
+def gradient_entry(args, k):
+    """dP4/dr_ab for the k-th pair (a, b) = PAIRS[k], exactly."""
     a, b = PAIRS[k]
     c, d = [i for i in range(4) if i not in (a, b)]
     r = args[k]
-    rc = partial_correlation(args, a, b, c, d, lib)
-    return (_frac(1, 4, lib) + _asin(lib)(rc) / (2 * lib.pi)) / (2 * lib.pi * lib.sqrt(1 - r * r))
+    rc = partial_correlation(args, a, b, c, d)
+    return (sp.Rational(1, 4) + sp.asin(rc) / (2 * sp.pi)) / (2 * sp.pi * sp.sqrt(1 - r * r))
 
 
 @lru_cache(maxsize=6)
 def _gradient_template(k):
     r = sp.symbols("r0:6", cls=sp.Dummy)
-    return gradient_entry(r, k, sp), r
+    return gradient_entry(r, k), r
 
 
-def _frac(p, q, lib):
-    if lib is sp:
-        return sp.Rational(p, q)
-    if lib is mp:
-        return mp.mpf(p) / q
-    return p / q
-
-
-def _asin(lib):
-    return getattr(lib, "asin", None) or lib.arcsin
-
-
-def p3(r12, r13, r23, lib=sp):
+def p3(r12, r13, r23):
     """Three-field orthant probability (Sheppard)."""
-    asin = _asin(lib)
-    return _frac(1, 8, lib) + (asin(r12) + asin(r13) + asin(r23)) / (4 * lib.pi)
+    return sp.Rational(1, 8) + (sp.asin(r12) + sp.asin(r13) + sp.asin(r23)) / (4 * sp.pi)
 
 
 class Orthant4(sp.Function):
@@ -97,7 +84,7 @@ class Orthant4(sp.Function):
     (r12, r13, r14, r23, r24, r34), in that order."""
 
     nargs = 6
-    # eval acts only on a zero correlation: derive.substitute.rebuild skips it for symbols
+    # eval acts only on a zero correlation: derive.codegen.substitute.rebuild skips it for symbols
     symbolic_eval_is_identity = True
 
     @classmethod
@@ -117,12 +104,12 @@ class Orthant4(sp.Function):
             # the entry is built once in placeholder symbols and renamed (the same expression)
             template, r = _gradient_template(argindex - 1)
             return xreplace(template, dict(zip(r, self.args)))
-        return gradient_entry(self.args, argindex - 1, sp)
+        return gradient_entry(self.args, argindex - 1)
 
     def integrand(self, t: sp.Symbol) -> sp.Expr:
         """d/dt P4(t R) as an exact expression in t."""
         scaled = [t * a for a in self.args]
-        return sum(a * gradient_entry(scaled, k, sp) for k, a in enumerate(self.args))
+        return sum(a * gradient_entry(scaled, k) for k, a in enumerate(self.args))
 
     def as_integral(self) -> sp.Expr:
         """1/16 + Integral(..., (t, 0, 1)): the unevaluated one-dimensional representation."""
@@ -138,61 +125,29 @@ class Orthant4(sp.Function):
         dps = mp.libmp.prec_to_dps(prec)
         with mp.workdps(dps + 10):
             vals = [mp.mpf(sp.N(a, dps + 15)) for a in self.args]
-        return sp.Float(orthant4_mp(vals, dps), dps)
+        return sp.Float(orthant4_digits(vals, dps), dps)
 
     def _mpmath_(self, prec, rnd):   # lets lambdify(..., "mpmath") and mpmath evaluate it
-        return orthant4_mp([mp.mpf(a) for a in self.args], mp.libmp.prec_to_dps(prec))
+        return orthant4_digits([mp.mpf(a) for a in self.args], mp.libmp.prec_to_dps(prec))
 
 
-def orthant4_mp(r, dps: int):
-    """P4 at the six correlations r (mpmath numbers or strings), correct to about dps digits.
-
-    The Gauss–Legendre rule is run at two degrees inside a scoped precision with guard digits;
-    their difference must be below 10^-dps or the result is refused (ValueError) rather than
-    returned with fewer digits than claimed (near-singular correlation matrices converge slowly).
-    """
-    with mp.workdps(dps + 15):
-        r = [mp.mpf(x) for x in r]
-
-        def f(t):
-            s = [t * x for x in r]
-            return sum(x * gradient_entry(s, k, mp) for k, x in enumerate(r))
-
-        val, err = mp.quad(f, [0, mp.mpf(1) / 2, 1], method="gauss-legendre", error=True)
-        if not err < mp.mpf(10) ** (-dps - 2):
-            raise ValueError(f"orthant probability: quadrature error {mp.nstr(err, 3)} above "
-                             f"1e-{dps} (correlation matrix close to singular?)")
-        return +(mp.mpf(1) / 16 + val)
+# digits computed beyond those claimed: the numeric quadrature's error is below 10^-(its working
+# precision + 1), so the value rounded to dps digits carries all of them
+_GUARD = 5
 
 
-def orthant4_float(r, n: int = 40):
-    """P4 in float64 with an n-point Gauss–Legendre rule on [0, 1] (numpy arrays broadcast).
-
-    Compared with the rule of n + 20 points; a difference above 1e-13 raises ValueError.
-    """
-    import numpy as np
-
-    r = [np.asarray(x, dtype=float) for x in r]
-
-    def rule(m):
-        x, w = np.polynomial.legendre.leggauss(m)
-        t, w = (x + 1) / 2, w / 2
-        tot = 0.0
-        for ti, wi in zip(t, w):
-            s = [ti * x for x in r]
-            tot = tot + wi * sum(x * gradient_entry(s, k, np) for k, x in enumerate(r))
-        return 1 / 16 + tot
-
-    a, b = rule(n), rule(n + 20)
-    if np.max(np.abs(a - b)) > 1e-13:
-        raise ValueError(f"orthant probability: {n}-point and {n + 20}-point rules differ by "
-                         f"{np.max(np.abs(a - b)):.1e} (correlation matrix close to singular?)")
-    return b
+def orthant4_digits(r, dps: int):
+    """P4 at the six correlations r (mpmath numbers or strings) to dps digits, by the numeric
+    layer's quadrature (:func:`solvers.core.orthant.orthant4_mpmath`), which refuses
+    (ValueError) rather than return fewer digits."""
+    from solvers.core.orthant import orthant4_mpmath
+    with mp.workdps(dps + _GUARD):
+        return orthant4_mpmath(*[mp.mpf(x) for x in r])
 
 
 def lambdify(args, expr, backend: str = "mpmath"):
-    """``sympy.lambdify`` that also evaluates :class:`Orthant4` (mpmath at the caller's working
-    precision, or numpy float64 with the Gauss–Legendre rule of :func:`orthant4_float`).
+    """``sympy.lambdify`` that also evaluates :class:`Orthant4` through :mod:`solvers.core.orthant`
+    (mpmath at the caller's working precision, or numpy float64 with broadcasting).
 
     >>> import sympy as sp
     >>> r = sp.symbols("r0:6")
@@ -200,10 +155,11 @@ def lambdify(args, expr, backend: str = "mpmath"):
     >>> round(float(f(*[0.5] * 6)), 12)
     0.2
     """
+    from solvers.core.orthant import orthant4_float, orthant4_mpmath
     if backend == "mpmath":
-        mods = [{"Orthant4": lambda *r: orthant4_mp(r, mp.mp.dps)}, "mpmath"]
+        mods = [{"Orthant4": orthant4_mpmath}, "mpmath"]
     elif backend == "numpy":
-        mods = [{"Orthant4": lambda *r: orthant4_float(r)}, "numpy"]
+        mods = [{"Orthant4": orthant4_float}, "numpy"]
     else:
         raise ValueError(f"backend must be 'mpmath' or 'numpy', got {backend!r}")
     return sp.lambdify(args, expr, modules=mods)

@@ -1,7 +1,7 @@
 """The level and modes systems, assembled once from any generated module.
 
-A generated module (``solvers/generated``, printed by ``derive/codegen.py``) holds what the
-derivation produces: the state layout, the index tables and the coefficient functions of the
+A generated module (``solvers/generated``, printed by ``derive/codegen/module_printer.py``)
+holds what the derivation produces: the state layout, the index tables and the coefficient functions of the
 split dX^(l)/dα = a(v1)·[X^(l+1), T^(l+1)] + e2·ν_{l+1}·f(v1).  :class:`System` puts the
 systems together from them (numpy backend: float64 arrays or object arrays of mpf / arb):
 

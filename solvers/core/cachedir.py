@@ -9,21 +9,25 @@ import os
 from pathlib import Path
 
 DERIVE_DIR = Path(__file__).resolve().parents[2] / "derive"
-# the generator sources a printed module depends on (derive/family/*.py besides)
-_SOURCES = ("codegen.py", "derivatives.py", "fastcse.py", "forward.py", "hierarchy.py",
-            "integrals.py", "taylor.py", "keys.py", "substitute.py", "term_order.py",
-            "long_sums.py")
+# the generator sources a printed module depends on, as patterns relative to derive/: the code
+# generator, the models it prints and every module of derive/ they import (checked by
+# tests/test_codegen_cache_key.py)
+_SOURCES = ("__init__.py", "codegen/*.py", "family/*.py", "hierarchy.py", "integrals.py",
+            "keys.py", "polynomial_text.py")
 
 
 def cache_dir() -> Path:
     return Path(os.environ.get("SCALING_ODES_CACHE", Path.home() / ".cache" / "scaling-odes"))
 
 
+def generator_sources() -> list[Path]:
+    """The files of derive/ whose text shapes printed code, in a fixed order."""
+    return [p for pattern in _SOURCES for p in sorted(DERIVE_DIR.glob(pattern))]
+
+
 def derive_source_hash() -> str:
     """Hash of the generator sources: the name of the cache folder of everything printed."""
     h = hashlib.sha256()
-    for name in _SOURCES:
-        h.update((DERIVE_DIR / name).read_bytes())
-    for path in sorted((DERIVE_DIR / "family").glob("*.py")):     # the family's integrals
+    for path in generator_sources():
         h.update(path.read_bytes())
     return h.hexdigest()[:12]

@@ -2,9 +2,10 @@
 request need not import the code generator).
 
 The symbolic work is the hierarchy's Gaussian integrals and their split into next-level
-coefficients (``derive.codegen._derive``), the common-subexpression elimination and printing of
-the coefficients with their forward-accumulated derivatives (``derive.codegen.render``), and the
-Taylor-jet decomposition (``derive.taylor.render_jets``); together they grow about like n^1.5,
+coefficients (``derive.codegen.module_printer._derive``), the common-subexpression
+elimination and printing of the coefficients with their forward-accumulated derivatives
+(``derive.codegen.module_printer.render``), and the Taylor-jet decomposition
+(``derive.codegen.jet_printer.render_jets``); together they grow about like n^1.5,
 n = KM + K(K+1)/2 the number of per-level state variables.  Measured CPU seconds of those
 phases in one process (erf, this machine class; BENCHMARKS.md, "Generation speed"): the model
 below is a least-squares fit of ``log t`` on ``log n`` over them.  Starting Python and importing

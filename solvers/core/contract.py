@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class SolverModule(Protocol):
-    """``derive.codegen.render(key)``: the level-1 coefficients of the hierarchy.
+    """``derive.codegen.module_printer.render(key)``: the level-1 coefficients of the hierarchy.
 
     At level l the right-hand side of state entry s is Σ_t a[s, t] X^(l+1)_t (+ f_s ν_{l+1} at
     order 2; t runs over the state then the teacher): ``coefficients`` returns the nonzero a
@@ -52,8 +52,8 @@ class SolverModule(Protocol):
 
 @runtime_checkable
 class JetsModule(Protocol):
-    """``derive.taylor.render_jets(key)``: Taylor-series recurrences of the level-1 coefficients
-    along a path v1(α) = Σ_k v1_k α^k.  ``jets_start`` gives order 0 of all ``N_OUTPUTS``
+    """``derive.codegen.jet_printer.render_jets(key)``: Taylor-series recurrences of the level-1
+    coefficients along a path v1(α) = Σ_k v1_k α^k.  ``jets_start`` gives order 0 of all ``N_OUTPUTS``
     outputs and the jet state of its ``N_NODES`` nodes; ``jets_extend(state, v1k, k)`` appends
     order k and returns the outputs' coefficient k; ``jets_extend_a`` the same for the a outputs
     (and a trained readout's rates) only, the others returned as 0.  The outputs: the a

@@ -35,7 +35,7 @@ import importlib.util
 import time
 from pathlib import Path
 
-from derive import codegen
+from derive.codegen import module_printer as codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core import notices
@@ -62,7 +62,7 @@ def checked_in_files() -> dict:
     files.update({GENERATED_DIR / f"{codegen.module_name(k, 'taylor')}.py":
                   (lambda k=k: _render(k, "taylor")) for k in CHECKED_IN})
     files[GENERATED_DIR / f"{codegen.KERNELS_MODULE}.py"] = codegen.render_kernels
-    from derive import normal_tables
+    from solvers.precompute import normal_tables
     files[GENERATED_DIR / f"{normal_tables.MODULE}.py"] = normal_tables.render_normal_tables
     return files
 
@@ -70,7 +70,7 @@ def checked_in_files() -> dict:
 def _render(key: SystemKey, target: str) -> str:
     """Source of the module ``load(key, target)`` imports."""
     if target == "taylor":
-        from derive.taylor import render_jets
+        from derive.codegen.jet_printer import render_jets
         return render_jets(key)
     return codegen.render(key)
 
@@ -164,7 +164,7 @@ def ensure_printed(key: SystemKey) -> None:
 
 def _targets(key: SystemKey) -> tuple:
     """The modules a system is printed into: the solver and its Taylor jets (a trained
-    readout's jets carry v as inputs and its rates as outputs, derive/taylor.py)."""
+    readout's jets carry v as inputs and its rates as outputs, derive/codegen/jet_printer.py)."""
     return ("mpmath", "taylor")
 
 

@@ -1,7 +1,7 @@
 """Coefficient-k recurrences shared by every printed Taylor jet module.
 
-``derive/taylor.py`` prints one ``solvers/generated/*_taylor.py`` module per system; each of
-them needs the same handful of Cauchy-product recurrences.  They used to be printed into every
+``derive/codegen/jet_printer.py`` prints one ``solvers/generated/*_taylor.py`` module per
+system; each of them needs the same handful of Cauchy-product recurrences.  They used to be printed into every
 module from a template; they live here once instead, and the printed modules import them under
 their old private names (``from solvers.integrators.jet_ops import mul as _mul, ...``) so the
 printed bodies are unchanged.
@@ -10,7 +10,7 @@ Interface of a printed jet module (``scaling-odes regenerate`` writes one per sy
 ``jets_start(v1, t1, eta, ctx)`` -> (state, order-0 outputs); ``jets_extend(state, v1k, k)``
 appends coefficient k (>= 1) of every node (v1k: coefficient k of the level-1 state) and returns
 coefficient k of the outputs: the nonzero a entries (A_INDEX order of the system's module,
-``derive.codegen.module_name``), the f entries (F_INDEX order), then the label-noise
+``derive.codegen.module_printer.module_name``), the f entries (F_INDEX order), then the label-noise
 coefficients (FN_INDEX order), N_OUTPUTS in all;
 ``jets_extend_a`` does the same for the a outputs only (f returned as 0), for order-1 runs.
 A trained readout's module (``TRAINED, N_READOUT = True, K``) takes v1 = (level-1 state,

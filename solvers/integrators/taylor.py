@@ -11,7 +11,7 @@ coefficients follow order by order:
     (k + 1) Y_{k+1} = Σ_{j=0..k} Z_j A_{s,k-j}ᵀ + T A_{t,k}ᵀ + e2 ν f_kᵀ,   Z_j = C Y_j
 
 where A_{s,k}, A_{t,k}, f_k are coefficient k of the level-1 coefficient functions: their jets,
-computed by the recurrences printed from the symbolic system (derive/taylor.py, module
+computed by the recurrences printed from the symbolic system (derive/codegen/jet_printer.py, module
 ``<tag>_taylor``) from v1's coefficients 0..k.  Only those few scalars need the nonlinear
 recurrences (at the short precision of the row-independent scalars, see arb_rhs.coefficients);
 everything of size L is arb_mat algebra at the working precision.

@@ -227,10 +227,10 @@ def _closed(spec, key) -> dict:
 def _write(key) -> str:
     """Path of the solver module of ``key``: checked in, or printed into the cache now (the
     registry announces the printing and its estimate on stderr)."""
-    from derive import codegen
+    from derive.codegen.module_printer import module_name
     from solvers.core.registry import CHECKED_IN, GENERATED_DIR, cached_module
     if key in CHECKED_IN:
-        return str(GENERATED_DIR / f"{codegen.module_name(key)}.py")
+        return str(GENERATED_DIR / f"{module_name(key)}.py")
     return str(cached_module(key, "mpmath"))
 
 

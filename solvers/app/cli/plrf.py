@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 
 from solvers.app.cli.common import CliError, json_command, spec_command
-from solvers.app.spec import (REQUIRED, SpecError, check, convert, parse_section,
-                              read_document, section_error)
+from solvers.app.spec import (REQUIRED, check, check_sections, convert,
+                              parse_section, read_document, section_error)
 
 VERBS = ("curve", "frontier", "simulate")
 MAX_LADDER = 40
@@ -131,11 +131,7 @@ def load_document(doc: dict, name: str, verb: str):
     """(kwargs for the theory call) of a TOML document; SpecError (one line) on bad input.
     Everything is checked, and the request sized, before any work."""
     from solvers.theory import plrf as T
-    for sec in doc:
-        if sec != "plrf":
-            raise SpecError(f"{name}: unknown section [{sec}] (allowed: plrf)")
-    if "plrf" not in doc:
-        raise SpecError(f"{name}: missing section [plrf]")
+    check_sections(doc, ("plrf",), "plrf", name=name)
     sec = parse_section(doc, "plrf", PLRF_SCHEMA, name=name)
     if sec["alpha"] + sec["beta"] <= 0.5:
         raise section_error(name, "plrf", f"alpha + beta = {sec['alpha'] + sec['beta']:g} "
@@ -164,13 +160,15 @@ def load_document(doc: dict, name: str, verb: str):
             raise section_error(name, "plrf", "frontier runs on the deterministic route "
                                 "(route = \"deterministic\" or leave it out)")
         try:
-            for d in ds:
-                T.size_curve(T.Problem(sec["alpha"], sec["beta"], v if v == math.inf else
-                                       int(round(v_over_d * d)), d, sec["batch"], 1.0),
-                             "deterministic", sec["n_f"])
+            costs = [T.size_curve(T.Problem(sec["alpha"], sec["beta"], v if v == math.inf else
+                                            int(round(v_over_d * d)), d, sec["batch"], 1.0),
+                                  "deterministic", sec["n_f"]) for d in ds]
         except ValueError as exc:
             raise section_error(name, "plrf", str(exc)) from None
-        return {"alpha": sec["alpha"], "beta": sec["beta"], "ds": ds, "v_over_d": v_over_d,
+        est = _announce("plrf frontier", f"deterministic, {len(ds)} sizes",
+                        sum(c for c, _ in costs), max(b for _, b in costs))
+        return {"estimate": est, "alpha": sec["alpha"], "beta": sec["beta"], "ds": ds,
+                "v_over_d": v_over_d,
                 "batch": sec["batch"], "gamma": gamma, "f_min": sec["f_min"],
                 "f_max": sec["f_max"], "n_f": sec["n_f"], "noise": sec["noise"]}
     d = _int_d(sec["d"], name)
@@ -190,14 +188,26 @@ def load_document(doc: dict, name: str, verb: str):
         if verb == "simulate":
             if v == math.inf:
                 raise ValueError("simulate needs a finite v")
-            T.size_curve(pb, "exact", len(r))
-            T.size_simulation(pb, max(r), sec["runs"], sec["inputs"])
-            return {"pb": pb, "r": r, "seed": sec["seed"], "runs": sec["runs"],
+            curve_s, curve_b = T.size_curve(pb, "exact", len(r))
+            sim_s, sim_b = T.size_simulation(pb, max(r), sec["runs"], sec["inputs"])
+            est = _announce("plrf simulate", f"{sec['runs']} runs + the exact curve",
+                            curve_s + sim_s, max(curve_b, sim_b))
+            return {"estimate": est, "pb": pb, "r": r, "seed": sec["seed"], "runs": sec["runs"],
                     "sim_seed": sec["sim_seed"], "inputs": sec["inputs"]}
-        T.size_curve(pb, route, len(r))
+        secs, need = T.size_curve(pb, route, len(r))
     except ValueError as exc:
         raise section_error(name, "plrf", str(exc)) from None
-    return {"pb": pb, "r": r, "route": route, "seed": sec["seed"]}
+    est = _announce("plrf curve", route, secs, need)
+    return {"estimate": est, "pb": pb, "r": r, "route": route, "seed": sec["seed"]}
+
+
+def _announce(command: str, route: str, secs: float, need: float):
+    """The estimate (the model of ``solvers.theory.plrf``'s sizing), announced before the
+    work."""
+    from solvers.app.sizing import announce, work_estimate
+    est = work_estimate(command, route, "float64", secs, need)
+    announce(est)
+    return est
 
 
 def run(kw: dict, verb: str) -> dict:

@@ -24,7 +24,6 @@ import time
 
 import numpy as np
 
-from .blocks import K_MAX, terms_per_evaluation
 from .deterministic import DEError, equivalent
 from .model import Problem, draw, features, modes
 from .recursion import Spectrum, Unstable, loss_curve
@@ -33,13 +32,25 @@ __all__ = ["Problem", "curve", "simulate", "spectrum", "Unstable", "DEError", "r
            "size_curve", "size_simulation", "modes", "features", "draw"]
 
 MAX_POINTS = 100_000
-MAX_BYTES = 4 * 2 ** 30
-MAX_SECONDS = 600.0          # refuse requests estimated above this, before any work
 # The deterministic route is checked up to this d: the top of the phase table's largest ladder
 # (bench/bench_plrf_phases.py), whose noise-on rows agree with the smaller ladders, and the
 # noise share smooth in d (tests/test_plrf_noise.py).  Beyond it nothing has been checked.
 DETERMINISTIC_MAX_D = 1_638_400
-FLOPS = 1e9                  # a deliberately low rate for estimates (a shared 2-core machine)
+
+# The CPU-time model of the three requests (seconds of process CPU, BLAS on its default two
+# threads), fitted to a ladder measured on an AMD EPYC (AVX-512): d = 250..4000 for the exact
+# route, 10³..1.6·10⁶ for the deterministic one, d = 20..400 for the simulator; every point within
+# 0.7-1.35 of the model except runs under 0.2 s.  ``tests/test_sizing.py`` measures it again.
+# exact: W's v·d normals, the Gram matrix (v d² flops) and its eigendecomposition (~10 d³)
+EXACT_NORMAL_S = 2e-8
+EXACT_FLOP_RATE = 4e10
+# deterministic: the cells' Newton roots and eigenvalue counts grow like d^0.7 (measured
+# exponent 0.69 between d = 10⁵ and 1.6·10⁶); v = 4d costs the same as v = ∞ there
+DET_START_S = 0.6
+DET_PER_D07_S = 8.5e-4
+# simulator: per SGD step of every run, and the feature products at BLAS speed
+SIM_STEP_S = 8e-7
+SIM_FLOP_RATE = 1.8e10
 
 
 def r_grid(r_max: int, n_points: int) -> list[int]:
@@ -47,13 +58,26 @@ def r_grid(r_max: int, n_points: int) -> list[int]:
     return sorted({int(round(x)) for x in np.geomspace(1, r_max, n_points)})
 
 
-def _cells_estimate(pb: Problem) -> int:
-    decades = math.log10(max(pb.d, 2)) * 2 * pb.alpha + 2
-    return int(250 * decades + 1000 * (pb.alpha * math.log10(max(pb.d, 2)) + 1))
+def _limits():
+    # the limits every subcommand refuses by (SCALING_ODES_MAX_HOURS, SCALING_ODES_MAX_MEMORY_GB)
+    from solvers.app.validate import memory_limit, time_limit
+    return time_limit(), memory_limit()
 
 
-def size_curve(pb: Problem, route: str, n_r: int) -> None:
-    """Refuse (ValueError) a curve too large for this machine, before any work."""
+def _refuse_above(secs: float, need: float, what: str, knobs: str) -> None:
+    from solvers.app.validate import _gib, _hours
+    seconds, nbytes = _limits()
+    if need > nbytes:
+        raise ValueError(f"{what} needs about {_gib(need)} (limit {_gib(nbytes)}, "
+                         f"SCALING_ODES_MAX_MEMORY_GB): {knobs}")
+    if secs > seconds:
+        raise ValueError(f"{what} is estimated at {_hours(secs)} of CPU (limit "
+                         f"{_hours(seconds)}, SCALING_ODES_MAX_HOURS): {knobs}")
+
+
+def size_curve(pb: Problem, route: str, n_r: int) -> tuple[float, float]:
+    """(CPU seconds, bytes) of a curve; refuses (ValueError, one line) a request the route
+    cannot answer or one above the limits, before any work."""
     if n_r > MAX_POINTS:
         raise ValueError(f"{n_r} values of r is more than {MAX_POINTS}")
     if route == "exact":
@@ -61,11 +85,10 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
             raise ValueError("route = \"exact\" draws W and needs a finite v (route = "
                              "\"deterministic\" takes v = \"inf\")")
         need = 8.0 * (pb.v * pb.d + 3 * pb.d ** 2)
-        if need > MAX_BYTES:
-            raise ValueError(f"route = \"exact\" at v = {pb.v}, d = {pb.d} needs about "
-                             f"{need / 2 ** 30:.1f} GiB (limit {MAX_BYTES / 2 ** 30:.0f} GiB): "
-                             f"lower d or use route = \"deterministic\"")
-        secs = (pb.v * pb.d ** 2 + 10 * pb.d ** 3 + 40 * pb.d ** 2 + n_r * pb.d) / FLOPS
+        secs = (EXACT_NORMAL_S * pb.v * pb.d
+                + (pb.v * pb.d ** 2 + 10 * pb.d ** 3 + 40 * pb.d ** 2 + n_r * pb.d)
+                / EXACT_FLOP_RATE)
+        knobs = f"lower d (or v), or use route = \"deterministic\""
     elif route == "deterministic":
         if pb.v != math.inf and pb.v <= pb.d:
             raise ValueError(f"route = \"deterministic\" needs v > d (v = {pb.v}, d = {pb.d})")
@@ -73,26 +96,14 @@ def size_curve(pb: Problem, route: str, n_r: int) -> None:
             raise ValueError(f"route = \"deterministic\" at d = {pb.d}: checked up to d = "
                              f"{DETERMINISTIC_MAX_D} only (the largest size verified against "
                              f"the phase table and a finer grid): lower d")
-        cells = _cells_estimate(pb)
         J = pb.v if pb.v != math.inf else 4 * pb.d
         need = 8.0 * 16 * J          # σ, b², weights and the moments' temporaries
-        if need > MAX_BYTES:
-            raise ValueError(f"route = \"deterministic\" at v = {pb.v} needs about "
-                             f"{need / 2 ** 30:.1f} GiB (limit {MAX_BYTES / 2 ** 30:.0f} GiB): "
-                             f"lower v")
-        # Newton at each cell on the compressed sums; plain sums over all J for c₀ and the
-        # edge (~100 evaluations) and the moments (K_MAX powers of three weights)
-        terms = terms_per_evaluation(J, pb.alpha)
-        # cells bisected until their eigenvalue counts hold (the isolated top eigenvalues):
-        # ~45√d extra leaves, each a warm-started root and a count (~20 evaluations)
-        leaves = 45 * math.sqrt(pb.d)
-        secs = (cells * terms * 60 * 6 + leaves * terms * 20 + 2000 * J + 3 * 8 * K_MAX * J
-                + 40 * cells ** 2 + n_r * cells) / FLOPS
+        secs = DET_START_S + DET_PER_D07_S * pb.d ** 0.7
+        knobs = "lower v" if need > 8.0 * 16 * 4 * pb.d else "lower d"
     else:
         raise ValueError(f"route = {route!r} must be \"exact\" or \"deterministic\"")
-    if secs > MAX_SECONDS:
-        raise ValueError(f"this curve is estimated at {secs / 60:.0f} min (limit "
-                         f"{MAX_SECONDS / 60:.0f} min): lower d (or v)")
+    _refuse_above(secs, need, f"route = \"{route}\" at v = {pb.v}, d = {pb.d}", knobs)
+    return secs, need
 
 
 def spectrum(pb: Problem, route: str, seed: int = 0) -> tuple[Spectrum, dict]:
@@ -127,16 +138,16 @@ def curve(pb: Problem, r, route: str = "exact", seed: int = 0, rtol: float = 1e-
                      if r else 0.0, **info, "wall_s": time.perf_counter() - t0}}
 
 
-def size_simulation(pb: Problem, r_max: int, runs: int, inputs: str) -> None:
+def size_simulation(pb: Problem, r_max: int, runs: int, inputs: str) -> tuple[float, float]:
+    """(CPU seconds, bytes) of the SGD runs alone (the exact curve beside them is sized by
+    :func:`size_curve`); refuses (ValueError, one line) above the limits."""
     width = pb.v if inputs == "full" else pb.d + 1
-    flops = 2.0 * runs * pb.batch * (r_max + 1) * (width * (pb.d + 1) + 2 * pb.d)
+    steps = runs * pb.batch * (r_max + 1)
+    secs = steps * SIM_STEP_S + 2.0 * steps * (width * (pb.d + 1) + 2 * pb.d) / SIM_FLOP_RATE
     need = 8.0 * (runs * pb.batch * (width + pb.d + 1) + pb.v * (pb.d + 1) + runs * pb.d)
-    if need > MAX_BYTES:
-        raise ValueError(f"the simulation needs about {need / 2 ** 30:.1f} GiB (limit "
-                         f"{MAX_BYTES / 2 ** 30:.0f} GiB): lower runs, batch or d")
-    if flops / FLOPS > MAX_SECONDS:
-        raise ValueError(f"the simulation is estimated at {flops / FLOPS / 60:.0f} min (limit "
-                         f"{MAX_SECONDS / 60:.0f} min): lower runs, the largest r or d")
+    _refuse_above(secs, need, f"the simulation ({runs} runs to r = {r_max})",
+                  "lower runs, batch, the largest r or d")
+    return secs, need
 
 
 def simulate(pb: Problem, r, runs: int = 400, seed: int = 0, sim_seed: int = 1,

@@ -65,14 +65,6 @@ def moments(sig: np.ndarray, w: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     return c, h, m
 
 
-def terms_per_evaluation(n: int, alpha: float) -> int:
-    """An upper estimate of the terms one evaluation of a compressed sum over n terms touches
-    (for sizing): the plain head, every coarse block's series for σ and σ², and one coarse
-    block split into its fine ones."""
-    j0, fine, coarse = layout(np.zeros(0), alpha, n)
-    return j0 + 2 * K_MAX * (max(coarse.size - 1, 0) + FINE_PER_COARSE)
-
-
 class Blocks:
     """The block layout of one σ and the moments of the weights it is asked for."""
 

@@ -156,7 +156,7 @@ def all_partials(expr, syms, free=None, memo=None) -> dict:
     A line of a polynomial coefficient is a sum of hundreds of monomials in a few of its dozens
     of symbols; asking every term for every symbol was most of the printing of polynomial pairs.
     Here each term is differentiated only by the symbols it has, and the pieces of each partial
-    are summed by the same constructor :func:`~derive.derivatives.diff` uses (``Add`` orders
+    are summed by the same constructor :func:`~derive.codegen.derivatives.diff` uses (``Add`` orders
     its arguments canonically and drops zeros, so the result is the same expression).
 
     >>> import sympy as sp

@@ -2,8 +2,8 @@
 
 The split of the hierarchy into next-level coefficients is many first derivatives of large sums
 of Gaussian integrals, and the printed coefficient derivatives are the partials of every line
-of the coefficients' CSE program (derive/forward.py).  :func:`diff` follows SymPy's own rules
-node by node without its per-node checks, remembering what it built by (sub-expression,
+of the coefficients' CSE program (derive/codegen/forward_derivatives.py).  :func:`diff`
+follows SymPy's own rules node by node without its per-node checks, remembering what it built by (sub-expression,
 variable) (measured: BENCHMARKS.md, "On-demand generation" and "Generation speed"); the
 expressions are SymPy's (tests/test_system_matrix.py compares them with ``sympy.diff``).
 """

@@ -78,7 +78,7 @@ def _tree_cse(exprs, symbols, opt_subs, negated):
         # tuple).  A node of SymPy's own whose arguments all come back as they were is kept:
         # expr.func(*expr.args) == expr is SymPy's invariant for evaluated expressions, and
         # the derived ones are evaluated (an arcsine or power built unevaluated is built so
-        # only where evaluation would not change it: derive/substitute.py, derivatives.py)
+        # only where evaluation would not change it: derive/codegen/substitute.py, derivatives.py)
         args = [build(a) for a in expr.args]
         if (expr is orig and isinstance(expr, sp.Basic)
                 and all(n is a for n, a in zip(args, expr.args))):

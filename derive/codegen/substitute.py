@@ -2,7 +2,7 @@
 questions.
 
 Substituting a covariance into an integral derived in covariance symbols (derive/hierarchy.py)
-and rebuilding the subtrees of a common-subexpression elimination (derive/fastcse.py) both
+and rebuilding the subtrees of a common-subexpression elimination (derive/codegen/cse.py) both
 construct every node again.  Most of that time went into the evaluation of two functions whose
 evaluation cannot change a node with a symbolic argument: the arcsine (``asin.eval`` rewrites
 numbers, odd negations, imaginary multiples, arcsines of sin / cos and zero, and asks each
