@@ -101,13 +101,8 @@ def _floor_rate(N, steps, generator="xoshiro"):
 @contextlib.contextmanager
 def numba_kernels():
     """Run simulate on the numba kernels (as without a C compiler), for the same-run ratio."""
-    saved = dict(ckernel._state)
-    ckernel._state["kernel"] = None
-    try:
+    with ckernel.numba_only():
         yield
-    finally:
-        ckernel._state.clear()
-        ckernel._state.update(saved)
 
 
 def _step_rates(fn, **kw):

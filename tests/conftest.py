@@ -7,6 +7,14 @@ import pytest
 # read all of stderr.
 os.environ.setdefault("SCALING_ODES_PROGRESS", "off")
 
+# numba's compiled kernels stay where the cache was when the run started (numba's own variable
+# overrides the cache's folder, solvers/core/artifacts.numba_dir), also for the subprocesses:
+# unlike the printed modules, which each run prints afresh into its temporary cache, they are
+# keyed by their sources, and compiling them again would cost every run minutes of CPU.
+if not os.environ.get("NUMBA_CACHE_DIR"):
+    from solvers.core.artifacts import numba_dir
+    os.environ["NUMBA_CACHE_DIR"] = str(numba_dir())
+
 
 # What each test module's results are checked against (its oracle): every module declares it as
 # ``pytestmark = [pytest.mark.<oracle>, ...]`` (test_architecture checks it), e.g.

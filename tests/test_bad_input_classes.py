@@ -106,13 +106,13 @@ def test_each_input_class(sub, changes, words):
 # ---- the cache --------------------------------------------------------------------------
 
 def test_a_module_that_does_not_import_is_never_published(tmp_path):
-    from derive.codegen.module_printer import GeneratedModuleError, write_atomic
+    from solvers.core.artifacts import GeneratedModuleError, write_module
     target = tmp_path / "m.py"
     for text in ("def f():\n    return (,)\n", "raise RuntimeError('at import')\n"):
         with pytest.raises(GeneratedModuleError, match="the thing"):
-            write_atomic(target, text, verify="the thing")
+            write_module(target, text, "the thing")
         assert os.listdir(tmp_path) == []            # neither the module nor a temporary
-    write_atomic(target, "X = 1\n", verify="the thing")
+    write_module(target, "X = 1\n", "the thing")
     assert target.read_text() == "X = 1\n"
 
 
@@ -120,8 +120,8 @@ def test_a_degenerate_system_leaves_no_cached_module(tmp_path):
     """Zero fixed student readouts print an empty coefficient tuple: the registry's check
     refuses it in one line naming the system, and the cache folder stays empty, so a later
     run does not meet it (the spec layer refuses this input before generation anyway)."""
-    from derive.codegen.module_printer import GeneratedModuleError
     from derive.keys import SystemKey
+    from solvers.core.artifacts import GeneratedModuleError
     from solvers.core import registry
     key = SystemKey("erf", 2, 2, readout=("0", "0", "sqrt(2)/2", "sqrt(2)/2"))
     lines = []

@@ -1,5 +1,6 @@
-"""solvers/core/numba_cache.py: a cached numba kernel is rebuilt when a file it depends on
-changes (numba itself looks only at the kernel's own file)."""
+"""solvers/core/artifacts.numba_kernels: a module's cached numba kernels are kept under the cache
+of generated artifacts, and rebuilt when a file they depend on changes (numba itself looks only
+at the kernel's own file)."""
 import os
 import subprocess
 import sys
@@ -28,12 +29,13 @@ def f():
 
 def _module(tmp_path, name, guarded):
     (tmp_path / "pkgx" / f"{name}.py").write_text(textwrap.dedent(KERNEL.format(
-        guard_import="from solvers.core.numba_cache import drop_stale" if guarded else "",
-        guard='drop_stale("%s", [f], [consts.__file__])' % name if guarded else "")))
+        guard_import="from solvers.core.artifacts import numba_kernels" if guarded else "",
+        guard="numba_kernels(globals(), [consts.__file__])" if guarded else "")))
 
 
 def _run(tmp_path, name):
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+           "SCALING_ODES_CACHE": str(tmp_path / "cache")}
     env.pop("NUMBA_CACHE_DIR", None)
     out = subprocess.run([sys.executable, "-c", f"from pkgx import {name}; print({name}.f())"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
@@ -47,7 +49,10 @@ def test_changed_dependency_recompiles(tmp_path):
     _module(tmp_path, "guarded", True)
     _module(tmp_path, "plain", False)
     assert _run(tmp_path, "guarded") == _run(tmp_path, "plain") == "1.0"
-    assert list((tmp_path / "pkgx" / "__pycache__").glob("guarded.f-*.nbi"))   # cached on disk
+    # cached on disk, under the cache of generated artifacts (the unregistered one beside its source)
+    assert list((tmp_path / "cache" / "numba").glob("pkgx_*/guarded.f-*.nbi"))
+    assert not list((tmp_path / "pkgx" / "__pycache__").glob("guarded.*"))
+    assert list((tmp_path / "pkgx" / "__pycache__").glob("plain.f-*.nbi"))
     (tmp_path / "pkgx" / "consts.py").write_text("C = 2.0  # changed\n")
     assert _run(tmp_path, "guarded") == "2.0"
     # the hazard itself: without the guard numba runs the stale cached code

@@ -22,9 +22,11 @@ Taylor jets are printed in a forked child beside the solver module (the policy o
 ``solvers.hierarchy.background``; ``SCALING_ODES_SERIAL=1`` turns it off); the CPU time
 reported includes the child's.  Processes that need the same
 module at once (pytest-xdist workers, the two runs of a precision check, a sweep's workers)
-take a lock file per system: one prints, the others wait for it and read its files; each file
-is written whole under a temporary name, compiled and imported there, and only then renamed:
-no reader ever sees a partial module, and a module that does not import is never cached.
+take a lock file per system: one prints, the others wait for it and read its files.  Where the
+files go, the lock and the publishing (a file is imported under a temporary name before it is
+renamed into place) are those of every generated artifact (:mod:`solvers.core.artifacts`);
+a loaded system is remembered per cache directory, so a process that switches
+``SCALING_ODES_CACHE`` loads what the new one holds.
 """
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ from derive.codegen import module_printer as codegen
 from derive.keys import SystemKey
 from solvers.core.assembly import System
 from solvers.core import notices
-from solvers.core.cachedir import cache_dir, import_path, lock
+from solvers.core.artifacts import (JETS, SOLVER, check_text, import_path, lock, remembered,
+                                    write_module)
 from solvers.core.cachedir import derive_source_hash as _source_hash
 from solvers.core.codegen_time import JETS_SHARE, describe, estimate_seconds
 from solvers.core.numbers import Float64Context
@@ -81,13 +84,11 @@ def regenerate(check: bool = False, progress=None) -> list[Path]:
         if current != text:
             differing.append(path)
             if not check:
-                codegen.write_atomic(path, text)
+                write_module(path, text, path.name)
         if progress:
             progress(path)
     return differing
 
-
-_loaded: dict = {}
 
 # the context a system's functions use when the caller passes none: float64 for "numpy";
 # "mpmath" callers always pass the context they run in
@@ -100,18 +101,16 @@ def load(key: SystemKey, target: str):
     the module of Taylor-jet recurrences of its level-1 coefficients."""
     if target not in (*DEFAULT_CONTEXT, "taylor"):
         raise ValueError(f"target must be one of {(*DEFAULT_CONTEXT, 'taylor')}, got {target!r}")
+    return remembered(("system", key, target), lambda: _load(key, target))
+
+
+def _load(key: SystemKey, target: str):
     name = codegen.module_name(key, target)
-    if (key, target) in _loaded:
-        return _loaded[key, target]
     if key in CHECKED_IN:
         module = importlib.import_module(f"solvers.generated.{name}")
     else:
         module = import_path(cached_module(key, target), name)
-    if target == "taylor":
-        _loaded[key, target] = module
-        return module
-    _loaded[key, target] = system = System(module, DEFAULT_CONTEXT[target]())
-    return system
+    return module if target == "taylor" else System(module, DEFAULT_CONTEXT[target]())
 
 
 # a generation estimated at more than this many seconds also prints a line as each phase starts
@@ -131,26 +130,27 @@ def cached_module(key: SystemKey, target: str) -> Path:
     """Path of the printed module of ``key`` for ``target`` in the cache, printing the system's
     modules first when it is missing (both the solver module and its Taylor jets: every solve
     in arbitrary precision needs both)."""
-    folder = cache_dir() / _source_hash()
-    path = folder / f"{codegen.module_name(key, target)}.py"
+    path = _path(key, target)
     if path.exists():
         return path
     what = f"{key.description} solver"
-    with _lock(folder / f".{key.tag}.lock", f"waiting for another process generating the {what}"):
-        missing = [t for t in _targets(key)
-                   if not (folder / f"{codegen.module_name(key, t)}.py").exists()]
+    with _lock(path.with_name(f".{key.tag}.lock"),
+               f"waiting for another process generating the {what}"):
+        missing = [t for t in _targets(key) if not _path(key, t).exists()]
         if not path.exists():
-            generate(key, folder, missing)
+            generate(key, path.parent, missing)
     return path
 
 
 def printed(key: SystemKey) -> bool:
     """Whether the modules of ``key`` exist (checked in, or in the cache) without printing
     them: a solve of it starts without a generation."""
-    if key in CHECKED_IN:
-        return True
-    folder = cache_dir() / _source_hash()
-    return all((folder / f"{codegen.module_name(key, t)}.py").exists() for t in _targets(key))
+    return key in CHECKED_IN or all(_path(key, t).exists() for t in _targets(key))
+
+
+def _path(key: SystemKey, target: str) -> Path:
+    """Where the module of ``key`` for ``target`` is cached (solvers.core.artifacts)."""
+    return (JETS if target == "taylor" else SOLVER).path(codegen.module_name(key, target))
 
 
 def ensure_printed(key: SystemKey) -> None:
@@ -193,30 +193,27 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
     started, cpu = time.perf_counter(), _cpu_seconds()
     jets_path = folder / f"{codegen.module_name(key, 'taylor')}.py"
     child = None
-    if "mpmath" in targets:
-        phase("derivation", lambda: codegen._derive(key))
-        if "taylor" in targets:
-            child = _start_jets_process(key, jets_path)
-            if child is not None and verbose:
-                say(f"{what}: Taylor jets, in a second process ...")
-        try:
+    try:
+        if "mpmath" in targets:
+            phase("derivation", lambda: codegen._derive(key))
+            if "taylor" in targets:
+                child = _start_jets_process(key)
+                if child is not None and verbose:
+                    say(f"{what}: Taylor jets, in a second process ...")
             text = phase("printing", lambda: codegen.render(key))
-            codegen.write_atomic(folder / f"{codegen.module_name(key)}.py", text, verify=what)
-        except BaseException:
-            # a refused module leaves nothing in the cache: not the jets the child prints
-            # either (it may have published them already)
-            if child is not None:
-                child.close()
-                jets_path.unlink(missing_ok=True)
-            raise
-    if child is not None:
-        seconds = _finish_jets_process(child)
-        if seconds is not None:
-            phases["Taylor jets"] = seconds
-            targets = [t for t in targets if t != "taylor"]
+            write_module(folder / f"{codegen.module_name(key)}.py", text, what)
+        if child is not None:
+            jets = _finish_jets_process(child)
+            if jets is not None:          # printed and checked by the child; published here
+                text, phases["Taylor jets"] = jets
+                write_module(jets_path, text)
+                targets = [t for t in targets if t != "taylor"]
+    finally:
+        if child is not None:             # a failure here: the child's jets are never published
+            child.close()
     if "taylor" in targets:
         text = phase("Taylor jets", lambda: _render(key, "taylor"))
-        codegen.write_atomic(jets_path, text, verify=f"{what} (Taylor jets)")
+        write_module(jets_path, text, f"{what} (Taylor jets)")
     took = ", ".join(f"{name} {s:.1f} s" for name, s in phases.items())
     if child is not None and "taylor" not in targets:
         took += " (beside the printing)"
@@ -233,22 +230,23 @@ def _cpu_seconds() -> float:
     return time.process_time() + child.ru_utime + child.ru_stime
 
 
-def _start_jets_process(key: SystemKey, path: Path):
+def _start_jets_process(key: SystemKey):
     """Print the Taylor jets in a forked child (``solvers.hierarchy.background``) while this
     process prints the solver module: the two share nothing but the derivation, which the
     child inherits, so with a second free CPU the generation takes the longer of the two
     instead of their sum.  The same rule as every second process of the package: not with
-    ``SCALING_ODES_SERIAL=1``, one CPU, no ``fork``, or from a worker.  Returns the child or
-    None."""
+    ``SCALING_ODES_SERIAL=1``, one CPU, no ``fork``, or from a worker.  The child sends the
+    text back, checked; this process publishes it after the solver module, so a solver module
+    that fails leaves no jets behind.  Returns the child or None."""
     from solvers.hierarchy.background import Background, concurrent_allowed
     if not concurrent_allowed():
         return None
 
     def jets():
         t0 = time.perf_counter()
-        codegen.write_atomic(path, _render(key, "taylor"), verify=f"{key.description} solver "
-                             "(Taylor jets)")
-        return time.perf_counter() - t0
+        text = _render(key, "taylor")
+        check_text(text, f"{key.description} solver (Taylor jets)")
+        return text, time.perf_counter() - t0
     try:
         return Background(jets)
     except OSError:
@@ -256,7 +254,7 @@ def _start_jets_process(key: SystemKey, path: Path):
 
 
 def _finish_jets_process(child):
-    """Seconds the child took, or None when it did not print the jets (then this process
+    """(jets' text, seconds the child took), or None when it did not print them (then this process
     prints them itself, so that an error is raised here, with its traceback)."""
     try:
         return child.result()

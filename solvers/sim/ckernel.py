@@ -8,25 +8,27 @@ is found, or when compiling fails (a one-line warning says why, once per process
 The shared library is compiled with the host's C compiler (``$CC`` or ``cc``) at -O3 for this
 CPU and kept under ``$SCALING_ODES_CACHE`` (default ``~/.cache/scaling-odes``) in
 ``ckernel/<hash>.so``; the hash covers the source, the compiler command and the CPU model and
-flags, so a changed file, compiler or machine gets a fresh build.  The build goes to a temporary
-name, is loaded there, and only then renamed into place, so concurrent first uses (pytest
-workers, sweep processes) are safe and a library that does not load is never cached.  Importing this module does not import numba: the ``simulate`` command on this path
-starts in about 0.3 s instead of 1.2 s.
+flags, so a changed file, compiler or machine gets a fresh build.  It is published like every
+generated artifact (solvers.core.artifacts): one process compiles while concurrent first uses
+(pytest workers, sweep processes) wait, and the library is loaded under a temporary name before
+it is renamed into place, so one that does not load is never cached.  Importing this module
+does not import numba: the ``simulate`` command on this path starts in about 0.3 s instead of
+1.2 s.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-from solvers.core.cachedir import cache_dir
+from solvers.core.artifacts import CKERNEL, forget, remembered
 from solvers.generated import normal_f32 as _T
 from solvers.sim import streams as _Z
 
@@ -168,19 +170,14 @@ def library_path(cc: str, extra: tuple = ()) -> Path:
     h.update(SOURCE.read_bytes())
     h.update(" ".join((cc, *CFLAGS, *extra)).encode())
     h.update(_cpu_id())
-    return cache_dir() / "ckernel" / f"sgd_rows-{h.hexdigest()[:16]}.so"
+    return CKERNEL.path(f"sgd_rows-{h.hexdigest()[:16]}")
 
 
 def build(cc: str, extra: tuple = ()) -> Path:
     """Compile the library into the cache (if not there yet); returns its path.  ``extra``
     flags follow CFLAGS (ISA_VARIANTS)."""
-    path = library_path(cc, extra)
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=path.parent)
-    os.close(fd)
-    try:
+
+    def compile_to(tmp):
         try:   # 1-2 s normally; a compiler that hangs must not hang the simulator
             proc = subprocess.run([cc, *CFLAGS, *extra, "-o", tmp, str(SOURCE), "-lm"],
                                   capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
@@ -189,21 +186,15 @@ def build(cc: str, extra: tuple = ()) -> Path:
         if proc.returncode:
             msg = (proc.stderr.strip().splitlines() or ["(no message)"])[0]
             raise OSError(f"{cc} failed: {msg}")
-        ctypes.CDLL(tmp)        # loads (OSError otherwise) before it is published in the cache
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
-
-
-_state: dict = {}
+    return CKERNEL.obtain(library_path(cc, extra).stem, compile_to, "C step kernel")
 
 
 def kernel() -> CKernel | None:
-    """The C kernel, or None (numba fallback); decided once per process."""
-    if "kernel" in _state:
-        return _state["kernel"]
+    """The C kernel, or None (numba fallback); decided once per process and cache directory."""
+    return remembered(("C kernel",), _decide)
+
+
+def _decide() -> CKernel | None:
     k = None
     if os.environ.get("SCALING_ODES_NO_CKERNEL", "") in ("", "0"):
         cc = _compiler()
@@ -213,8 +204,7 @@ def kernel() -> CKernel | None:
             k = CKernel(ctypes.CDLL(str(build(cc, ISA_VARIANTS[_isa()]))))
         except (OSError, RuntimeError) as exc:
             warnings.warn(f"scaling-odes: the simulator uses its numba kernels (C kernel "
-                          f"unavailable: {exc})", RuntimeWarning, stacklevel=2)
-    _state["kernel"] = k
+                          f"unavailable: {exc})", RuntimeWarning, stacklevel=3)
     return k
 
 
@@ -239,4 +229,16 @@ def variant(name: str) -> CKernel:
 
 def reset():
     """Forget the decision of ``kernel()`` (tests)."""
-    _state.clear()
+    forget("C kernel")
+
+
+@contextlib.contextmanager
+def numba_only():
+    """``kernel()`` is None inside (the numba kernels run, as without a compiler) until a
+    ``reset()``; decided afresh after (tests, benchmarks)."""
+    reset()
+    remembered(("C kernel",), lambda: None)
+    try:
+        yield
+    finally:
+        reset()

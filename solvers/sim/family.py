@@ -31,7 +31,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from numbers import Integral, Real
 
 import numpy as np
@@ -383,17 +382,21 @@ def _I2_source(a: str, b: str) -> str:
             f"def I2(C11, {x}, C22):\n    return {NumPyPrinter().doprint(expr)}\n")
 
 
-@lru_cache(maxsize=None)
 def _lambdified_I2(a: str, b: str):
     """derive.family.I2(a, b) as a NumPy function of (C11, C12, C22).
 
-    Printed once into the cache of generated code (solvers.core.cachedir, keyed by the pair
+    Printed once into the cache of generated code (solvers.core.artifacts, keyed by the pair
     and the derivation's sources), then imported: SymPy runs only the first time a pair is met
     on a machine.  rho is clipped to [-1, 1] (rounding can push it an ulp past)."""
+    from solvers.core.artifacts import remembered
+    return remembered(("pair I2", a, b), lambda: _I2_function(a, b))
+
+
+def _I2_function(a: str, b: str):
     import hashlib
-    from solvers.core.cachedir import printed_module
+    from solvers.core.artifacts import PAIR_I2, printed_module
     tag = hashlib.sha256(f"{a}\0{b}".encode()).hexdigest()[:20]
-    mod = printed_module(f"family_I2_{tag}", lambda: _I2_source(a, b),
+    mod = printed_module(PAIR_I2, f"family_I2_{tag}", lambda: _I2_source(a, b),
                          f"I2 of the pair ({a}, {b})")
     g = mod.I2
     if not mod.USES_RHO:

@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.numba_cache import dispatchers_of, drop_stale
+from solvers.core.artifacts import numba_kernels
 from solvers.sim.kernels import _dot_simd, _draw
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -207,5 +207,4 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
 from solvers.generated import normal_f32 as _f32  # noqa: E402
 from solvers.sim import kernels as _kernels, normals as _normals, streams as _streams  # noqa: E402
 
-drop_stale("family_kernels", dispatchers_of(globals()),
-           [_kernels.__file__, _normals.__file__, _streams.__file__, _f32.__file__])
+numba_kernels(globals(), [_kernels.__file__, _normals.__file__, _streams.__file__, _f32.__file__])

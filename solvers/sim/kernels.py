@@ -9,7 +9,7 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core.numba_cache import dispatchers_of, drop_stale
+from solvers.core.artifacts import numba_kernels
 from solvers.sim.normals import fill_normals, fill_normals_f32
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -239,5 +239,4 @@ def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, col
 from solvers.generated import normal_f32 as _f32  # noqa: E402
 from solvers.sim import normals as _normals, streams as _streams  # noqa: E402
 
-drop_stale("kernels", dispatchers_of(globals()),
-           [_normals.__file__, _streams.__file__, _f32.__file__])
+numba_kernels(globals(), [_normals.__file__, _streams.__file__, _f32.__file__])

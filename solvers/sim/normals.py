@@ -46,7 +46,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 from llvmlite import ir
 
-from solvers.core.numba_cache import dispatchers_of, drop_stale
+from solvers.core.artifacts import numba_kernels
 from solvers.generated import normal_f32 as _T
 from solvers.sim import streams as _streams
 # The seeding (lanes, jumps, SeedSequence) is plain Python in solvers/sim/streams.py, so that the
@@ -337,4 +337,4 @@ def standard_normal(state, n, scale=None, kind="ziggurat") -> np.ndarray:
 
 # The cached functions above have the generated float32 tables and the ziggurat's tables
 # (streams.py) compiled in as constants.
-drop_stale("normals", dispatchers_of(globals()), [_T.__file__, _streams.__file__])
+numba_kernels(globals(), [_T.__file__, _streams.__file__])

@@ -661,12 +661,11 @@ def _simulate_asymptotes(lam, N, N_ls, eta, sigma_J, rotated, untr, n_seeds, see
 
 
 # _sgd_reduced_kernel has normals.fill_normals and the ziggurat's tables compiled into its
-# cache; numba would not notice a change there (solvers/core/numba_cache.py).
-def _drop_stale_kernels():
-    from solvers.core.numba_cache import drop_stale
+# cache; numba would not notice a change there (solvers/core/artifacts.py).
+def _register_kernels():
+    from solvers.core.artifacts import numba_kernels
     from solvers.sim import normals, streams
-    drop_stale("feature_scaling", [_sgd_rotated_kernel, _dot_reassoc, _sgd_reduced_kernel],
-               [normals.__file__, streams.__file__])
+    numba_kernels(globals(), [normals.__file__, streams.__file__])
 
 
-_drop_stale_kernels()
+_register_kernels()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 
 from solvers.app.cli import bayes as cli_bayes
+from solvers.app.cli import cache as cli_cache
 from solvers.app.cli import compare as cli_compare
 from solvers.app.cli import derive as cli_derive
 from solvers.app.cli import figures as cli_figures
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--check", action="store_true", help="fail if a checked-in module differs")
     r.set_defaults(func=cmd_regenerate)
     for module in (cli_linear, cli_plateau, cli_simulate, cli_bayes, cli_kernel, cli_figures,
-                   cli_onestep, cli_plrf, cli_derive):
+                   cli_onestep, cli_plrf, cli_derive, cli_cache):
         module.register(sub)
     cli_compare.register(sub)
     return p

@@ -42,3 +42,8 @@ def residual_gradient(H, y, v, chains, scale, gscale, G, R2):
             for j in range(k):
                 z = H[i, b + j] * scale
                 G[i, b + j] = f * v[j] * ((z * z - 1.0) * _D3)
+
+
+from solvers.core.artifacts import numba_kernels  # noqa: E402
+
+numba_kernels(globals())     # compiled code under the cache of generated artifacts

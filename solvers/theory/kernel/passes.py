@@ -227,3 +227,8 @@ class Moments:
         return solve_log_kappa(self.lam, self.neglam, self.mult, self.c2, self.block, self.Hp,
                                self.HCp, self.As, self.ACs, self.use, float(P), float(T),
                                u_lo, u_hi, u0, self.t_lo, self.t_hi, n)
+
+
+from solvers.core.artifacts import numba_kernels  # noqa: E402
+
+numba_kernels(globals())     # compiled code under the cache of generated artifacts

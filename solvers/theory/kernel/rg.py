@@ -133,3 +133,8 @@ def rg_gda(spec, Ps, T=0.0, sigma2=0.0, cut=0.01) -> list[Approx]:
             eps = uv + (bias + noise * gamma) / omg
         out.append(Approx(P, kappa, kS, gamma, eps, n, int(N_kept), Tn))
     return out
+
+
+from solvers.core.artifacts import numba_kernels  # noqa: E402
+
+numba_kernels(globals())     # compiled code under the cache of generated artifacts

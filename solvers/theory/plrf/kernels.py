@@ -332,3 +332,10 @@ def stieltjes(x, eta_end, stages, final_steps, sig, b1, b2, inv_d, tail_sig, tai
         s_prev = s
         have = True
     return out, res
+
+
+# blocks.py's RHO_MAX and TAU are compiled into the cached kernels as literals.
+from solvers.core.artifacts import numba_kernels  # noqa: E402
+from solvers.theory.plrf import blocks as _blocks  # noqa: E402
+
+numba_kernels(globals(), [_blocks.__file__])
