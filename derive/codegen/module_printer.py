@@ -27,12 +27,9 @@ Generation fails early when an expression has a free symbol that is not an argum
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import textwrap
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
@@ -302,51 +299,6 @@ def render(key: SystemKey, target: str | None = None) -> str:
                         "<g_s(x_i) Delta> for i = 1..K (dv_i/dalpha = eta_readout times these); "
                         "v1 = (level-1 state, v_1..v_K).", rate_lines, f"({', '.join(rate_out)},)")
     return src
-
-
-class GeneratedModuleError(ValueError):
-    """A printed module that does not compile or import: it is not published (one line)."""
-
-
-def write_atomic(path: Path, text: str, verify: str | None = None) -> None:
-    """Write via a temporary file in the same directory and rename (never a half-written file).
-
-    With ``verify`` (what the module is, for the message), the text is compiled and the
-    temporary file imported before the rename: a module that does not import never reaches
-    ``path`` (a cache would otherwise serve it to every later run); GeneratedModuleError."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        if verify is not None:
-            _import_check(tmp, text, verify)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _import_check(tmp: str, text: str, what: str) -> None:
-    import importlib.util
-    try:
-        code = compile(text, tmp, "exec")
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
-        raise GeneratedModuleError(f"the printed module of the {what} does not compile "
-                                   f"({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
-                                   "it was not cached") from None
-    spec = importlib.util.spec_from_loader(f"_scaling_odes_check_{os.getpid()}", loader=None)
-    module = importlib.util.module_from_spec(spec)
-    module.__file__ = tmp
-    try:
-        exec(code, module.__dict__)
-    except Exception as e:                          # noqa: BLE001 - reported in one line
-        raise GeneratedModuleError(f"the printed module of the {what} does not import "
-                                   f"({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
-                                   "it was not cached") from None
 
 
 # -- the Gaussian kernels of the activation (float64, vectorised) ------------------------------
