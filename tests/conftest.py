@@ -1,6 +1,19 @@
 import os
+import sys
 
 import pytest
+
+# One BLAS thread per xdist worker: `make test` runs one worker per core, so OpenBLAS's own
+# threads would oversubscribe the cores, and threads waiting for a core spin.  On a loaded
+# 2-core machine test_ckernel's rotated-basis reference loop (N = 1000 matrix-vector products)
+# took 71 s of CPU with the default threads and 5.5 s with one.  Set before NumPy loads, and
+# inherited by the command-line subprocesses and notebook kernels the tests start.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+    if "numpy" in sys.modules:      # loaded by a plugin first: limit the loaded BLAS as well
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 
 # Progress displays off unless a test asks for one (tests/test_progress.py does): a loaded
 # machine can stretch a failing run past the plain-line delay, and the one-line-error tests
@@ -54,5 +67,29 @@ def _private_cache(tmp_path_factory, monkeypatch):
     of this test run, not ~/.cache.  One directory for all xdist workers: a system is printed
     and the kernel compiled once per run, not once per worker (the registry's lock lets one
     worker print while another waits; the kernel is published by an atomic rename)."""
-    from cache_support import run_wide_dir
-    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_wide_dir(tmp_path_factory, "codegen-cache")))
+    from cache_support import RUN_CACHE, run_wide_dir
+    monkeypatch.setenv("SCALING_ODES_CACHE", str(run_wide_dir(tmp_path_factory, RUN_CACHE)))
+
+
+# SCALING_ODES_TEST_CPU=<file> appends one line per test: node id, wall seconds, CPU seconds of
+# the worker process (all its threads) and of the subprocesses it waited for, setup to teardown.
+# On a shared machine wall time depends on the load; CPU time is what the suite costs.
+_CPU_LOG = os.environ.get("SCALING_ODES_TEST_CPU")
+
+
+if _CPU_LOG:
+    import resource
+    import time
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        def children():
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return usage.ru_utime + usage.ru_stime
+
+        wall, cpu, child = time.perf_counter(), time.process_time(), children()
+        yield
+        line = (f"{item.nodeid}\t{time.perf_counter() - wall:.3f}\t"
+                f"{time.process_time() - cpu:.3f}\t{children() - child:.3f}\n")
+        with open(_CPU_LOG, "a") as log:
+            log.write(line)

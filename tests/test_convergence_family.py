@@ -21,7 +21,7 @@ from solvers.app.spec import parse_spec
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.simulation]
 
-run_cache, cache = generated_cache_fixtures("convergence-family-cache")
+run_cache, cache = generated_cache_fixtures()
 
 # activation, η, α where ε_g is far below its start (levels vs modes), α for the simulation,
 # level-basis precision.  The simulation window ends earlier for ReLU: near convergence ε_g

@@ -26,7 +26,7 @@ from test_relu_learns import _aligned_spec
 # oracles (tests/conftest.py): the exact constant solution, a 30-digit run, hand-made sequences
 pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision]
 
-run_cache, cache = generated_cache_fixtures("end-of-learning-cache")
+run_cache, cache = generated_cache_fixtures()
 
 
 @pytest.mark.closed_form

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.second_basis, pytest.mark.quadrature, pytest.mark.high
 
 
 # the run-wide generated-module cache (tests/cache_support.py)
-run_cache, cache = generated_cache_fixtures("family-odes-cache")
+run_cache, cache = generated_cache_fixtures()
 
 
 # -- naming a system ------------------------------------------------------------------------

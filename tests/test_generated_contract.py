@@ -14,7 +14,7 @@ from solvers.core.registry import CHECKED_IN, load
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
-run_cache, cache = generated_cache_fixtures("contract-cache")
+run_cache, cache = generated_cache_fixtures()
 
 ON_DEMAND = SystemKey("linear", 1, 2, trained=True)
 

@@ -21,7 +21,7 @@ from solvers.app.spec import parse_spec
 
 pytestmark = [pytest.mark.simulation, pytest.mark.second_basis]
 
-run_cache, cache = generated_cache_fixtures("relu-learns-cache")
+run_cache, cache = generated_cache_fixtures()
 
 
 def _power_law(L: int, beta: float) -> np.ndarray:

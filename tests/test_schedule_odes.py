@@ -35,7 +35,7 @@ DIGITS = 12
 
 
 # the run-wide generated-module cache (tests/cache_support.py)
-run_cache, cache = generated_cache_fixtures("schedule-odes-cache")
+run_cache, cache = generated_cache_fixtures()
 
 
 LAM = ["2", "0.5"]

@@ -61,7 +61,7 @@ def _matrix_params():
 
 
 # the run-wide generated-module cache (tests/cache_support.py)
-run_cache, cache = generated_cache_fixtures("system-matrix-cache")
+run_cache, cache = generated_cache_fixtures()
 
 
 def _doc(act, K, M, order, *, L=2, eta="0.2", alpha_max=5.0, **solve):

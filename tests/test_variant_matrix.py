@@ -127,9 +127,9 @@ def _eps_closed(student, teacher, K, M, s=1):
     return (tt - 2 * st + ss) / 2
 
 
-# one generated-module cache for this module, shared by the xdist workers (each (pair, K, M) is
-# one test, so no system is generated twice; tests/cache_support.py)
-run_cache, cache = generated_cache_fixtures("variant-matrix-cache")
+# the run's generated-module cache, shared by the xdist workers and the other test modules (each
+# (pair, K, M) is printed once per run; tests/cache_support.py)
+run_cache, cache = generated_cache_fixtures()
 
 
 def _mp(x):
