@@ -193,17 +193,6 @@ def check_generated_system(spec) -> None:
                              f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
 
 
-def working_dps(spec) -> int | str:
-    """The precision a solve of ``spec`` starts at (auto: the estimate `solve_auto` uses)."""
-    s = spec.solve
-    if s.dps != "auto":
-        return s.dps
-    if s.basis == "modes" and s.digits <= 9:      # solvers.app.solve.FLOAT64_MAX_DIGITS
-        return "float64"
-    extra = 0 if s.basis == "modes" else int(math.ceil(2.6 * spec.data.L))
-    return s.digits + 10 + extra
-
-
 def check_spec(spec) -> None:
     """Ranges and realisability of a parsed spec, whatever runs it; ValueError (one line).
 
@@ -319,7 +308,8 @@ def check_solve(spec) -> None:
     check_spectrum(spec)
     limit = memory_limit()
     state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
-    dps = working_dps(spec)
+    from solvers.app.sizing import plan_of, working_dps
+    dps = working_dps(plan_of(spec))       # the precision the plan's first run works at
     need = (s.n_points + 30) * state * _bytes_per_number(dps) * 2 + 8.0 * s.n_points
     if need > limit:
         raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "
