@@ -96,3 +96,32 @@ def test_a_second_rung_is_the_plans_next_step(monkeypatch):
     assert result.meta["route"] == "levels/flint/taylor/settle"
     assert result.meta["dps"] > precision.checking_dps(15)          # past the first rung
     assert WALK.fullmatch(walk) and walk.count("RV") >= 2, walk
+
+
+@pytest.mark.parametrize("data, training, keys, route", [
+    ({}, {}, {}, "modes/float64/rk78/tighter"),
+    # stiff modes (eta lambda_1 = 20): the RODAS4 pair first; with label noise it cannot run,
+    ({"L": 16}, {"eta": 2.0}, {"basis": "modes", "digits": 6}, "modes/float64/rodas4/tighter"),
+    ({"L": 16}, {"noise": 0.01, "eta": 2.0}, {"basis": "modes", "digits": 6},
+     "modes/float64/rk78/tighter"),
+    ({}, {}, {"basis": "levels", "dps": "auto", "digits": 8}, "levels/flint/taylor/settle"),
+    ({}, {}, {"basis": "levels", "dps": 40, "digits": 8}, "levels/flint/taylor/fixed"),
+    # nor with a power schedule (its eta is not constant)
+    ({"L": 16}, {"eta": 2.0, "schedule": {"kind": "power", "p": 0.5, "alpha0": 10}},
+     {"basis": "modes", "digits": 6}, "modes/float64/rk78/tighter"),
+])
+def test_the_sizing_announces_the_plan_that_runs(data, training, keys, route):
+    """The route the sizing announces is read off the plan the solve runs: the spec's plan
+    (``sizing.plan_of``) is the problem's (``precision.plan_for``), and its route is
+    ``meta.route``."""
+    from solvers.app import sizing
+    from solvers.app.solve import problem_of
+    from solvers.app.spec import parse_spec
+    from solvers.hierarchy import precision
+    spec = parse_spec({**BASE, "data": {**BASE["data"], **data},
+                       "training": {**BASE["training"], **training},
+                       "solve": {**GRID, **keys}})
+    s = spec.solve
+    plan = sizing.plan_of(spec)
+    assert plan == precision.plan_for(problem_of(spec), s.basis, s.dps, s.digits)
+    assert sizing.solve_estimate(spec).route == (plan.faster or plan).route == route

@@ -355,7 +355,7 @@ def size_solve(spec) -> None:
     the trajectory's memory (``validate.check_solve``), then the estimate of its route, with
     the float64 route that would answer fewer digits when arbitrary precision is too long."""
     from solvers.app.validate import check_solve
-    check_solve(spec)
+    check_solve(spec, working_dps(plan_of(spec)))
     m, d = spec.model, spec.data
     try:
         # the float routes' steps grow with eta * alpha_max: both knobs are named

@@ -300,16 +300,15 @@ def check_spectrum(spec, label="[data] L") -> None:
 
 # ---- solve (and the subcommands that integrate the ODEs: plateau, asymptotic, sweep) ----------
 
-def check_solve(spec) -> None:
+def check_solve(spec, dps) -> None:
     """The ODE solve of ``[solve]`` in the basis and at the precision it will run at: the stored
-    trajectory's memory; ValueError (one line) when refused.  Its time is sized by the route
-    that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
+    trajectory's memory; ValueError (one line) when refused.  ``dps``: the precision the plan's
+    first run works at ("float64" or digits, ``sizing.working_dps``).  Its time is sized by the
+    route that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
     m, d, s = spec.model, spec.data, spec.solve
     check_spectrum(spec)
     limit = memory_limit()
     state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
-    from solvers.app.sizing import plan_of, working_dps
-    dps = working_dps(plan_of(spec))       # the precision the plan's first run works at
     need = (s.n_points + 30) * state * _bytes_per_number(dps) * 2 + 8.0 * s.n_points
     if need > limit:
         raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "
