@@ -62,7 +62,7 @@ def timed(fn):
 
 
 def digits(a, b) -> float:
-    from solvers.hierarchy.precision import agreement_digits
+    from solvers.hierarchy.verify import agreement_digits
     return agreement_digits(a, b)
 
 
@@ -139,8 +139,8 @@ def main(argv) -> int:
     spec = load_spec(path)
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
-    plan = precision.plan("modes", "auto", wanted, problem.L)
-    final_rtol = plan.faster.rtol / plan.faster.check_factor
+    plan = precision.plan_for(problem, "modes", "auto", wanted)
+    final_rtol = plan.faster.check.rtol
     exe = Path(sys.executable).parent / "scaling-odes"
     env = dict(os.environ, SCALING_ODES_PROGRESS="off")
     print(f"# {' '.join(text.split())}")

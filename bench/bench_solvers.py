@@ -44,7 +44,7 @@ from derive.hierarchy import SystemKey  # noqa: E402
 from solvers.core.numbers import Float64Context, FlintContext, MpmathContext, to_mpf  # noqa: E402
 from solvers.hierarchy.odes import (PrecisionLost, agreement_digits, estimated_dps,  # noqa: E402
                                     integrate_problem)
-from solvers.hierarchy.verify import solve_auto  # noqa: E402
+from solvers.hierarchy.runner import solve_auto  # noqa: E402
 from solvers.core.problem import Problem, random_init  # noqa: E402
 from solvers.core.registry import load  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Which tolerance does the Taylor route need for the checking pair of ``solve`` to agree?
 
-``verify.settle`` compares a first run (dps, rtol) with a checking run (dps + max(10, dps/4),
+``runner.settle`` compares a first run (dps, rtol) with a checking run (dps + max(10, dps/4),
 rtol/100) and accepts when ε_g agrees to ``digits`` significant digits.  For each spec and each
 offset k this runs that pair at rtol = 10^-(digits+k) on the Taylor integrator and prints the
 agreement, together with the digits each run shares with a reference (the checking run of the

@@ -32,7 +32,8 @@ from timing import WallCpu  # noqa: E402
 from solvers.app.solve import problem_of  # noqa: E402
 from solvers.app.spec import parse_spec  # noqa: E402
 from solvers.hierarchy.odes import integrate_problem  # noqa: E402
-from solvers.hierarchy.precision import agreement_digits, default_rtol, estimated_dps  # noqa: E402
+from solvers.hierarchy.precision import default_rtol, estimated_dps  # noqa: E402
+from solvers.hierarchy.verify import agreement_digits  # noqa: E402
 
 T0 = time.perf_counter()
 SCHEDULE = {"kind": "power", "alpha0": 1, "p": "0.5"}

@@ -64,7 +64,10 @@ class old_route:
         precision.plan = lambda *a, **k: plan(*a, **{**k, "jets": False})
 
         def forced(problem, alphas, **kw):
+            import dataclasses
             kw.update(matrix_rhs=False, short_scalars=False, integrator="rk78")
+            if kw.get("step") is not None:          # a plan's step names its integrator
+                kw["step"] = dataclasses.replace(kw["step"], integrator="rk78")
             return integrate(problem, alphas, **kw)
         odes.integrate_problem = forced
         return self

@@ -8,7 +8,8 @@ import pytest
 from derive import spectra
 from derive.keys import SystemKey
 from solvers.hierarchy.odes import PrecisionLost, agreement_digits, estimated_dps, integrate_problem
-from solvers.hierarchy.verify import check_float64_levels, solve_auto
+from solvers.hierarchy.runner import solve_auto
+from solvers.hierarchy.verify import check_float64_levels
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
 from solvers.sim.simulate import simulate
 

@@ -1,4 +1,4 @@
-"""The verifying pair of ``solve`` in two processes (verify.settle, hierarchy/background.py):
+"""The verifying pair of ``solve`` in two processes (runner.settle, hierarchy/background.py):
 the same rounds and the same numbers as one after the other, failures of the child handled."""
 import os
 from fractions import Fraction
@@ -9,8 +9,8 @@ import pytest
 from derive import spectra
 from derive.keys import SystemKey
 from solvers.core.problem import Problem, random_init
-from solvers.hierarchy import background, precision, verify
-from solvers.hierarchy.verify import solve_auto
+from solvers.hierarchy import background, precision, runner
+from solvers.hierarchy.runner import solve_auto
 from solvers.integrators.rk78 import IntegrationError
 
 pytestmark = [pytest.mark.contract, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
@@ -56,7 +56,7 @@ def test_a_child_integration_error_is_a_failed_round():
     runs = {}
     for mode in (False, True):
         calls = []
-        runs[mode] = verify.settle(lambda d, t: _third(d, t, calls, 40, me), lambda v: v,
+        runs[mode] = runner.settle(lambda d, t: _third(d, t, calls, 40, me), lambda v: v,
                                       digits=20, dps=20, max_rounds=6, concurrent=mode)
         # the parent computed every checking run and (in parallel mode) no first run
         assert all(in_parent for _, tighter, in_parent in calls if tighter or not mode)
@@ -88,14 +88,14 @@ def _raise(exc):
 def test_a_child_exception_is_raised_in_the_parent_with_its_message():
     run = _split(_raise(KeyError("no such level\n(child)")))
     with pytest.raises(KeyError, match="no such level"):
-        verify.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+        runner.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
 
     class Odd(Exception):                  # does not survive pickling: its text does
         def __init__(self, a, b):
             super().__init__(f"{a} and {b}")
 
     with pytest.raises(RuntimeError, match="Odd: first and second"):
-        verify.settle(_split(_raise(Odd("first", "second"))), lambda v: v, digits=5, dps=20,
+        runner.settle(_split(_raise(Odd("first", "second"))), lambda v: v, digits=5, dps=20,
                          max_rounds=2, concurrent=True)
 
 
@@ -112,7 +112,7 @@ def test_the_child_prints_nothing(capfd):
         sys.stderr.flush()
         return [mpmath.mpf(1)]
 
-    verify.settle(_split(chatty), lambda v: v, digits=5, dps=20, max_rounds=2,
+    runner.settle(_split(chatty), lambda v: v, digits=5, dps=20, max_rounds=2,
                      concurrent=True)
     out, err = capfd.readouterr()
     assert "child" not in out + err
@@ -121,7 +121,7 @@ def test_the_child_prints_nothing(capfd):
 @needs_two
 def test_a_child_that_dies_is_reported_and_reaped():
     with pytest.raises(background.ChildDied, match="exit code 3"):
-        verify.settle(_split(lambda: os._exit(3)), lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+        runner.settle(_split(lambda: os._exit(3)), lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
     import multiprocessing
     assert not multiprocessing.active_children()
 
@@ -140,7 +140,7 @@ def test_an_interrupt_in_the_parent_ends_the_child():
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(background.Background, "__init__", spy)
         with pytest.raises(KeyboardInterrupt):
-            verify.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
+            runner.settle(run, lambda v: v, digits=5, dps=20, max_rounds=2, concurrent=True)
     assert not multiprocessing.active_children()
     # ended by the parent (a signal: negative exit code), not waited for: a child that slept its
     # 60 s out would have exited 0 (no clock: a loaded machine cannot fail this)
@@ -172,7 +172,7 @@ def test_serial_switch_and_one_cpu(monkeypatch):
     monkeypatch.setattr(background, "Background",
                         lambda *a, **k: pytest.fail("forked despite SCALING_ODES_SERIAL=1"))
     me, calls = os.getpid(), []
-    verify.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v, digits=20, dps=20,
+    runner.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v, digits=20, dps=20,
                      max_rounds=6, concurrent=True)
     assert calls and all(in_parent for *_, in_parent in calls)
     traj = solve_auto(_erf_L4(), [0, 20], basis="levels", digits=8)
@@ -194,7 +194,7 @@ def test_a_reused_checking_run_is_checked_at_a_tighter_tolerance(mode):
         with mpmath.workdps(dps + 10):
             return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(14 + 2 * tighter))]
 
-    second, dps2, dps1, agree = verify.settle(run, lambda v: v, digits=15, dps=30,
+    second, dps2, dps1, agree = runner.settle(run, lambda v: v, digits=15, dps=30,
                                                  max_rounds=4, concurrent=mode)
     checks = [t for _, t in seen if t]
     assert checks == [1, 2] and agree >= 15 and dps1 == 40 and dps2 == 50
@@ -222,7 +222,7 @@ def test_a_failed_fork_falls_back_to_serial(monkeypatch):
 
     monkeypatch.setattr(background, "Background", no_fork)
     me, calls, info = os.getpid(), [], {}
-    second, *rest = verify.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v,
+    second, *rest = runner.settle(lambda d, t: _third(d, t, calls, None, me), lambda v: v,
                                      digits=20, dps=20, max_rounds=6, concurrent=True, info=info)
     assert rest[2] >= 20 and calls and all(in_parent for *_, in_parent in calls)
     assert info == {"concurrent": False}       # the metadata says what happened, not what was asked

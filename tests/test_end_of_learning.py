@@ -20,7 +20,8 @@ from cache_support import generated_cache_fixtures
 from cli_support import run_cli, write_spec
 from solvers.app.solve import problem_of
 from solvers.hierarchy import odes
-from solvers.hierarchy.precision import agreement_digits, eps_g_bound
+from solvers.hierarchy.precision import eps_g_bound
+from solvers.hierarchy.verify import agreement_digits
 from test_relu_learns import _aligned_spec
 
 # oracles (tests/conftest.py): the exact constant solution, a 30-digit run, hand-made sequences

@@ -18,7 +18,7 @@ from cache_support import generated_cache_fixtures
 from derive.keys import SystemKey
 from solvers.app.solve import solve_spec
 from solvers.app.spec import SpecError, parse_spec
-from solvers.hierarchy.precision import agreement_digits
+from solvers.hierarchy.verify import agreement_digits
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.quadrature, pytest.mark.higher_precision,
               pytest.mark.closed_form, pytest.mark.contract]

@@ -17,6 +17,7 @@ import pytest
 
 from solvers.core import modes_kernel as mk
 from solvers.hierarchy import precision
+from solvers.hierarchy.verify import agreement_digits
 from solvers.hierarchy.modes_fast import (_ExactEps, _System, _two_product, random_inputs,
                                           solve_modes_fast)
 
@@ -140,15 +141,15 @@ def _problem(**kw):
 
 def _route_against_reference(problem, grid, *, dps, rtol):
     """(the policy's trajectory, its digits against arb at ``dps`` digits and ``rtol``)."""
-    from solvers.hierarchy import verify
+    from solvers.app.solve import run
     from solvers.hierarchy.odes import integrate_problem
-    traj = verify.solve(problem, grid, basis="modes", dps="auto", digits=9)
+    traj = run(problem, grid, basis="modes", dps="auto", digits=9)
     assert traj.stats["route"] == "modes/float64/rodas4/tighter", traj.stats
     assert traj.stats["agreement_digits"] >= 9
     # independent: another arithmetic (arb) and integrator (Taylor)
     ref = integrate_problem(problem, grid, basis="modes", arithmetic="flint", dps=dps,
                             rtol=rtol, integrator="taylor")
-    return traj, precision.agreement_digits(traj.eps_g, ref.eps_g)
+    return traj, agreement_digits(traj.eps_g, ref.eps_g)
 
 
 def test_the_route_verifies_nine_digits_on_a_small_instance(monkeypatch):

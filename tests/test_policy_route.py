@@ -7,6 +7,7 @@ import pytest
 
 from cli_support import erf_K2, write_spec
 from solvers.hierarchy import precision
+from solvers.hierarchy.verify import agreement_digits
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -27,12 +28,17 @@ def _cpu():
 
 
 def test_the_plan_offers_the_fast_route_first():
-    p = precision.plan("modes", "auto", 9, 32)
+    stiff = dict(stiffness=precision.FAST_MIN_STIFFNESS, fast_solver=True)
+    p = precision.plan("modes", "auto", 9, 32, **stiff)
     assert p.faster is not None and p.faster.integrator == "rodas4"
     assert p.faster.verify == "tighter" and p.faster.rtol == precision.fast_rtol(9)
-    assert p.faster.route("modes") == "modes/float64/rodas4/tighter"
-    assert precision.plan("levels", "auto", 9, 32).faster is None
-    assert precision.plan("modes", "auto", 12, 32).faster is None    # beyond float64: flint
+    assert p.faster.check.rtol == precision.fast_rtol(9) / precision.FAST_CHECK_FACTOR
+    assert p.faster.route == "modes/float64/rodas4/tighter"
+    assert precision.plan("levels", "auto", 9, 32, **stiff).faster is None
+    assert precision.plan("modes", "auto", 12, 32, **stiff).faster is None  # beyond float64
+    # only where the stiff solver can run the problem, and its modes are stiff
+    assert precision.plan("modes", "auto", 9, 32, stiffness=100.0).faster is None
+    assert precision.plan("modes", "auto", 9, 32, stiffness=1.0, fast_solver=True).faster is None
 
 
 def test_the_fast_route_waits_for_stiff_modes(tmp_path):
@@ -65,7 +71,7 @@ def test_the_fast_route_runs_and_carries_its_digits(tmp_path, monkeypatch):
     problem = problem_of(spec)
     grid = spec.solve.alpha_grid()
     ref = integrate_problem(problem, grid, basis="modes", arithmetic="float64", rtol=1e-13)
-    assert precision.agreement_digits(res["eps_g"], ref.eps_g) >= 5
+    assert agreement_digits(res["eps_g"], ref.eps_g) >= 5
     # cost: the policy's CPU time is that of the returned run plus its check at a 100x looser
     # tolerance, which an order-4 method does in 100^(-1/4) = 0.32 of the time: ~1.3x the plain
     # call at the returned rtol (plus the set-up both share).  2.5x bounds it with room for

@@ -4,7 +4,7 @@ import mpmath
 import pytest
 
 from solvers.core.numbers import context
-from solvers.hierarchy import precision, verify
+from solvers.hierarchy import precision, runner
 
 pytestmark = [pytest.mark.contract, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
 
@@ -42,10 +42,10 @@ def test_settle_raises_precision_until_two_runs_agree():
         with mpmath.workdps(dps + 10):
             return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
 
-    second, dps2, dps1, agree = verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    second, dps2, dps1, agree = runner.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
     assert agree >= 20 and dps2 > dps1 >= 20 and calls[0] == 20
     with pytest.raises(precision.PrecisionLost):
-        verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
+        runner.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6, fixed=True)
 
 
 @pytest.mark.parametrize("kind", ["flint", "mpmath"])
@@ -69,27 +69,30 @@ def test_precision_is_scoped_and_restored(kind):
 
 
 def test_a_fixed_dps_runs_the_planned_integrator(monkeypatch):
-    """A user-given dps goes through run_fixed_dps with the integrator the plan picks (the
+    """A user-given dps runs (the plan's fixed route) with the integrator the plan picks (the
     Taylor series on flint), for the run and for its check; it used to fall back to RK7(8)."""
     from fractions import Fraction
 
     from derive import spectra
     from derive.keys import SystemKey
     from solvers.core.problem import Problem, random_init
-    from solvers.hierarchy import odes, verify
+    from solvers.app.solve import run
+    from solvers.hierarchy import odes
 
     seen = []
     real = odes.integrate_problem
 
     def spy(*args, **kw):
-        seen.append((kw.get("arithmetic"), kw.get("integrator", "rk78")))
+        step = kw.get("step")          # the runs of a plan come as its steps
+        seen.append((step.arithmetic, step.integrator) if step else
+                    (kw.get("arithmetic"), kw.get("integrator", "rk78")))
         return real(*args, **kw)
 
     monkeypatch.setattr(odes, "integrate_problem", spy)
     s = spectra.power_law(4, 1)
     prob = Problem(SystemKey("linear", 1, 1), s, Fraction(1, 10), 1,
                    random_init(1, 1, 64, s, Fraction(1, 100), 0))
-    verify.solve(prob, [0, 5], basis="levels", dps=40, digits=20)
+    run(prob, [0, 5], basis="levels", dps=40, digits=20)
     flint_runs = [i for a, i in seen if a == "flint"]
     assert flint_runs and set(flint_runs) == {precision.plan("levels", 40, 20, 4).integrator}
     assert flint_runs[0] == "taylor"
@@ -108,7 +111,7 @@ def test_settle_raises_precision_past_a_breakdown():
         with mpmath.workdps(dps + 10):
             return [mpmath.mpf(1) / 3 + mpmath.mpf(10) ** (-(dps // 2))]
 
-    second, dps2, dps1, agree = verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
+    second, dps2, dps1, agree = runner.settle(run, lambda v: v, digits=20, dps=20, max_rounds=6)
     assert agree >= 20 and dps1 >= 40 and calls[0] == 20
     with pytest.raises(precision.PrecisionLost):
-        verify.settle(run, lambda v: v, digits=20, dps=20, max_rounds=1, fixed=True)
+        runner.settle(run, lambda v: v, digits=20, dps=20, max_rounds=1, fixed=True)

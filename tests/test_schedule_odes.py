@@ -25,7 +25,7 @@ from solvers.core.numbers import exact_fraction, to_mpf
 from solvers.core.problem import explicit_init
 from solvers.hierarchy import precision
 from solvers.hierarchy.odes import integrate_problem
-from solvers.hierarchy.precision import agreement_digits
+from solvers.hierarchy.verify import agreement_digits
 
 # oracles (tests/conftest.py): written-out ODEs at higher precision, chained constant solves and
 # the other basis, the simulator

@@ -17,7 +17,7 @@ from solvers.app.solve import problem_of, solve_spec
 from solvers.app.spec import parse_spec
 from solvers.core.numbers import context
 from solvers.hierarchy.odes import integrate_problem
-from solvers.hierarchy.precision import agreement_digits
+from solvers.hierarchy.verify import agreement_digits
 from solvers.integrators.taylor import rate_series
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.second_basis, pytest.mark.higher_precision]

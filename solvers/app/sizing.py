@@ -14,8 +14,9 @@ class (AMD EPYC, two cores shared with other work; BENCHMARKS.md, "Sizing model"
 * a start-up of ``START_CPU`` (interpreter, NumPy, mpmath, python-flint);
 * the exact spectrum (``validate.spectrum_seconds``) and, for a system not checked in or
   cached, its generation (``solvers.core.codegen_time``);
-* the ODE solve by route (the policy of ``solvers.hierarchy.precision.plan``, decided here
-  the way ``solvers.hierarchy.verify.solve`` decides it):
+* the ODE solve by route: the plan of ``solvers.hierarchy.precision.plan`` itself
+  (:func:`plan_of`, the spec's facts; the solve makes the same plan from its problem), its
+  route, precisions and tolerances:
 
   - ``modes/float64/rodas4`` (the stiff pair, RODAS4 at 10^-(digits+3) and 10x tighter): its
     step count grows like ln(1 + η α_max) and rtol^(-1/4) and barely with L; a step costs
@@ -128,19 +129,27 @@ def top_eigenvalue(spec) -> float:
     return float(d.L / raw.sum())
 
 
-def _fast_route(spec) -> bool:
-    """Whether ``verify.solve`` tries the stiff RODAS4 pair first (``_fast_route_applies``
-    read off the spec)."""
+def plan_of(spec):
+    """The precision plan of the spec's solve (``precision.plan``), from the spec's facts: L,
+    a ReLU activation, whether the stiff modes solver can run it (``precision.fast_solver_runs``:
+    a random, expected or modes initial condition, the original model and training, a constant
+    η) and its stiffness η λ_1.  ValueError (one line) for a request the arithmetic cannot
+    meet."""
     from solvers.hierarchy import precision
-    s, m, t = spec.solve, spec.model, spec.training
-    if not (s.basis == "modes" and s.dps == "auto" and s.digits <= precision.FLOAT64_MAX_DIGITS):
-        return False
-    if spec.init is not None and spec.init.basis != "modes":
-        return False
-    if not (m.system_key().is_plain() and t.noise == 0 and t.weight_decay == 0
-            and t.batch_size == 1 and t.schedule is None):
-        return False
-    return float(t.eta) * top_eigenvalue(spec) >= precision.FAST_MIN_STIFFNESS
+    m, d, s, t = spec.model, spec.data, spec.solve, spec.training
+    key = m.system_key()
+    plain = t.noise == 0 and t.weight_decay == 0 and t.batch_size == 1
+    init_basis = "modes" if spec.init is None else spec.init.basis
+    return precision.plan(s.basis, s.dps, s.digits, d.L, relu=precision.is_relu(key),
+                          stiffness=float(t.eta) * top_eigenvalue(spec),
+                          fast_solver=precision.fast_solver_runs(key, plain,
+                                                                 t.schedule is not None,
+                                                                 init_basis))
+
+
+def working_dps(plan) -> int | str:
+    """The precision a plan's first run works at: "float64" or its dps."""
+    return "float64" if plan.arithmetic == "float64" else plan.dps
 
 
 def _concurrent() -> bool:
@@ -151,8 +160,7 @@ def _concurrent() -> bool:
 def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = None,
                    command: str = "solve", start: bool = True) -> Estimate:
     """The ODE solve of ``spec`` (its ``[solve]`` grid, or ``alpha_max`` / ``n_points``)."""
-    from solvers.app.validate import _bytes_per_number, spectrum_seconds, working_dps
-    from solvers.hierarchy import precision
+    from solvers.app.validate import _bytes_per_number, spectrum_seconds
     m, d, s, t = spec.model, spec.data, spec.solve, spec.training
     grid = None if alpha_max is not None else spec.solve.alpha_grid()
     top = float(alpha_max if alpha_max is not None else grid[-1])
@@ -163,36 +171,35 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
                   and t.batch_size == 1)
     setup = (START_CPU if start else 0.0) + spectrum_seconds(L, d.beta)
     second_share = 1.0 / (1.0 + FIRST_RUN_SHARE)
-    dps = working_dps(spec)
-    if _fast_route(spec):
-        rtol = precision.fast_rtol(s.digits) / precision.FAST_CHECK_FACTOR
+    plan = plan_of(spec)
+    dps = working_dps(plan)
+    if plan.faster is not None:
+        fast = plan.faster
+        rtol = fast.check.rtol
         steps = RODAS_STEPS * math.log1p(eta * top) * (rtol / 1e-10) ** -0.25 \
             * (n / 7) ** RODAS_N_STEPS
         per = RODAS_STEP * (1 + L / RODAS_L) * (n / 7) ** RODAS_N_COST * order_factor
         ode = steps * (1 + FIRST_RUN_SHARE) * per
-        route, prec = "modes/float64/rodas4/tighter", f"float64, {s.digits} digits verified"
-    elif dps == "float64":
+        route, prec = fast.route, f"float64, {s.digits} digits verified"
+    elif plan.arithmetic == "float64":
         x = eta * top_eigenvalue(spec) * top
         relu = "relu" in (m.student, m.teacher)
         steps = RK_STEPS * max(x, 1.0) ** RK_POWER * (RK_RELU_STEPS if relu else 1.0)
         per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0) \
             * (RK_RELU_FEVAL if relu else 1.0)
         ode = steps * (1 + FIRST_RUN_SHARE) * per
-        verify = "tighter" if s.dps == "auto" else ("modes" if s.basis == "levels" else "float64")
-        route = f"{s.basis}/float64/rk78/{verify}"
-        prec = f"float64, {s.digits} digits verified"
+        route, prec = plan.route, f"float64, {s.digits} digits verified"
     else:
-        dps = int(dps)
-        dps2 = precision.checking_dps(dps)
-        rtol_digits = s.digits + precision.RTOL_EXTRA_DIGITS["taylor"]
+        dps2 = plan.check.dps if plan.verify == "fixed" else plan.ladder[0].check.dps
+        # the Taylor model's order from the tolerance's digits (digits + 3)
+        rtol_digits = round(-math.log10(plan.rtol))
         p = 1.2 * rtol_digits + 3.5
         steps = TAYLOR_STEPS * max(math.log1p(eta * top), 1.0) + \
             eta * top_eigenvalue(spec) * top * TAYLOR_STIFF / p
         entries = L * n * (1.5 if family else 1.0)
         ode = sum(steps * (TAYLOR_STEP + p * entries * TAYLOR_ENTRY * (1 + q / 100) ** 1.6)
                   for q in (dps, dps2))
-        verify = "settle" if s.dps == "auto" else "fixed"
-        route, prec = f"{s.basis}/flint/taylor/{verify}", \
+        route, prec = plan.route, \
             f"arbitrary precision from {dps} digits, {s.digits} digits verified"
         second_share = (1 + dps2 / 100) ** 1.6 / ((1 + dps / 100) ** 1.6 + (1 + dps2 / 100) ** 1.6)
     gen = _generation_seconds(spec) if not route.endswith("rodas4/tighter") else 0.0
@@ -348,7 +355,7 @@ def size_solve(spec) -> None:
     the trajectory's memory (``validate.check_solve``), then the estimate of its route, with
     the float64 route that would answer fewer digits when arbitrary precision is too long."""
     from solvers.app.validate import check_solve
-    check_solve(spec)
+    check_solve(spec, working_dps(plan_of(spec)))
     m, d = spec.model, spec.data
     try:
         # the float routes' steps grow with eta * alpha_max: both knobs are named
@@ -391,6 +398,7 @@ def sized(est: Estimate, label: str) -> Estimate:
     return est
 
 
-__all__ = ["Estimate", "solve_estimate", "simulate_estimate", "compare_estimate",
+__all__ = ["Estimate", "plan_of", "working_dps", "solve_estimate", "simulate_estimate",
+           "compare_estimate",
            "sweep_estimate", "onestep_sim_estimate", "work_estimate", "size_solve", "check",
            "announce", "sized", "top_eigenvalue"]

@@ -1,7 +1,9 @@
 """From a spec to a result: the ``solve`` subcommand's engine.
 
-The precision policy (``[solve] dps``: "auto", an integer, "float64") is
-:func:`solvers.hierarchy.precision.plan`; ``run`` executes it (``solvers.hierarchy.verify.solve``).
+One direction, plan → run → verify: the precision policy (``[solve] dps``: "auto", an integer,
+"float64") makes the plan once (:func:`solvers.hierarchy.precision.plan_for`, the same rules
+:mod:`solvers.app.sizing` announces from), :func:`solvers.hierarchy.runner.execute` runs its steps
+and :mod:`solvers.hierarchy.verify` checks each result against it.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import numpy as np
 from derive.keys import SystemKey  # noqa: F401  (public here too)
 
 from solvers import __version__
-from solvers.hierarchy import precision, verify
+from solvers.hierarchy import precision, runner
 from solvers.app.validate import check_generated_system
 from solvers.hierarchy.precision import FLOAT64_MAX_DIGITS, FLOAT64_RTOL, PrecisionLost  # noqa: F401
 from solvers.core.problem import Problem, expected_init, explicit_init, random_init
@@ -67,8 +69,11 @@ def problem_of(spec: Spec) -> Problem:
 
 
 def run(problem: Problem, alphas, *, basis: str, dps, digits: int, progress=None):
-    """The trajectory at ``alphas`` (starting at 0) under the precision policy."""
-    return verify.solve(problem, alphas, basis=basis, dps=dps, digits=digits, progress=progress)
+    """The trajectory at ``alphas`` (starting at 0) under the precision policy: the plan first
+    (``precision.plan_for``, which also refuses a request its arithmetic cannot meet), then its
+    execution (``runner.execute``), each run checked by ``verify``."""
+    plan = precision.plan_for(problem, basis, dps, digits)
+    return runner.execute(plan, problem, alphas, progress=progress)
 
 
 def _knobs_of_a_failed_integration(spec: Spec, e: Exception) -> str:

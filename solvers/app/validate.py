@@ -193,17 +193,6 @@ def check_generated_system(spec) -> None:
                              f"{_gib(memory_limit())}, SCALING_ODES_MAX_MEMORY_GB)")
 
 
-def working_dps(spec) -> int | str:
-    """The precision a solve of ``spec`` starts at (auto: the estimate `solve_auto` uses)."""
-    s = spec.solve
-    if s.dps != "auto":
-        return s.dps
-    if s.basis == "modes" and s.digits <= 9:      # solvers.app.solve.FLOAT64_MAX_DIGITS
-        return "float64"
-    extra = 0 if s.basis == "modes" else int(math.ceil(2.6 * spec.data.L))
-    return s.digits + 10 + extra
-
-
 def check_spec(spec) -> None:
     """Ranges and realisability of a parsed spec, whatever runs it; ValueError (one line).
 
@@ -311,15 +300,15 @@ def check_spectrum(spec, label="[data] L") -> None:
 
 # ---- solve (and the subcommands that integrate the ODEs: plateau, asymptotic, sweep) ----------
 
-def check_solve(spec) -> None:
+def check_solve(spec, dps) -> None:
     """The ODE solve of ``[solve]`` in the basis and at the precision it will run at: the stored
-    trajectory's memory; ValueError (one line) when refused.  Its time is sized by the route
-    that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
+    trajectory's memory; ValueError (one line) when refused.  ``dps``: the precision the plan's
+    first run works at ("float64" or digits, ``sizing.working_dps``).  Its time is sized by the
+    route that will run, in ``solvers.app.sizing.size_solve``, which calls this first."""
     m, d, s = spec.model, spec.data, spec.solve
     check_spectrum(spec)
     limit = memory_limit()
     state = d.L * (m.K * m.M + m.K * (m.K + 1) // 2 + m.M * (m.M + 1) // 2)
-    dps = working_dps(spec)
     need = (s.n_points + 30) * state * _bytes_per_number(dps) * 2 + 8.0 * s.n_points
     if need > limit:
         raise ValueError(f"[solve] n_points = {s.n_points}, L = {d.L}, K = {m.K}, M = {m.M}, "

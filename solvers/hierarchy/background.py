@@ -1,6 +1,6 @@
 """One computation in a forked child process, for the two independent runs of a verification.
 
-``verify.settle`` checks a run by a second one whose precision is fixed before either starts,
+``runner.settle`` checks a run by a second one whose precision is fixed before either starts,
 so on a machine with two CPUs the first can run in a child while this process runs the check:
 the wall time becomes that of the longer run instead of the sum, while the CPU time stays (about
 4 % more, measured: the two processes share caches; ``solve``'s JSON reports both).  Only the

@@ -53,7 +53,7 @@ import numpy as np
 
 from solvers.core import modes_kernel as mk
 from solvers.integrators.rk78 import IntegrationError
-from solvers.hierarchy.odes import Trajectory
+from solvers.hierarchy.trajectory import Trajectory
 
 __all__ = ["ModesInputs", "factor_overlaps", "inputs_from_overlaps", "inputs_from_problem",
            "random_inputs", "expected_inputs", "solve_modes_fast", "IntegrationError"]

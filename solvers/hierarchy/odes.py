@@ -3,9 +3,10 @@
 * ``integrate_problem`` runs one basis at one number type / precision with the embedded RK7(8)
   of :mod:`solvers.integrators.rk78`: object arrays of python-flint arb (default) or mpmath mpf, or
   float64 arrays; SciPy's DOP853 is available for comparison.
-* The precision policy runs it, in one direction: :mod:`solvers.hierarchy.precision` plans,
-  this module runs, :mod:`solvers.hierarchy.verify` checks (``verify.solve``, ``solve_auto``,
-  ``check_float64_levels`` live there; nothing here imports it).
+* The precision policy runs it, in one direction: :mod:`solvers.hierarchy.precision` plans
+  (each run a ``Step``), :mod:`solvers.hierarchy.runner` executes the plan's steps through
+  ``integrate_problem(..., step=...)``, :mod:`solvers.hierarchy.verify` checks their results;
+  nothing here imports the other two.
 * a learning-rate schedule (``Problem.schedule``): "steps" runs piece by piece, the integrator
   restarted with each piece's constant η at every switching α (any integrator); "power" sets
   η(α) and e2 = η(α)²/B at every right-hand-side call of the RK7(8); the Taylor integrator
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
-from dataclasses import dataclass, field
 
 import mpmath
 import numpy as np
@@ -28,47 +28,12 @@ from solvers.integrators.rk78 import EndOfLearning, IntegrationError, integrate
 from solvers.core.numbers import MpmathContext, context, to_mpf
 from solvers.core.problem import Problem, unpack_state
 from solvers.core.registry import load
-from solvers.hierarchy.precision import (PrecisionLost, agreement_digits,  # noqa: F401
-                                         default_rtol, eps_g_bound, estimated_dps, short_dps,
-                                         unit_roundoff)
-
-
-@dataclass
-class Trajectory:
-    alpha: list
-    eps_g: list            # numbers of the run's type (mpf / arb midpoints / float)
-    R1: np.ndarray         # (n_alpha, K, M), float64 for output
-    Q1: np.ndarray         # (n_alpha, K, K)
-    basis: str
-    arithmetic: str
-    dps: int
-    stats: dict = field(default_factory=dict)
-    states: list = field(default_factory=list)   # (L, N_STATE) arrays in the run's basis
-    # a trained readout: v_1..v_K at every point (numbers of the run's type), else empty
-    readouts: list = field(default_factory=list)
-
-    @property
-    def v(self) -> np.ndarray | None:
-        """(n_alpha, K) float64 readouts of a trained-readout run, else None."""
-        if not self.readouts:
-            return None
-        return np.array([[float(_mid(x)) for x in r] for r in self.readouts])
-
-    def eps_float(self) -> np.ndarray:
-        return np.array([float(_mid(e)) for e in self.eps_g])
-
-    def drop_first(self, n: int) -> "Trajectory":
-        """The trajectory without its first ``n`` points (an α = 0 added for the start)."""
-        if n == 0:
-            return self
-        return Trajectory(self.alpha[n:], self.eps_g[n:], self.R1[n:], self.Q1[n:], self.basis,
-                          self.arithmetic, self.dps, self.stats,
-                          self.states[n:] if self.states else self.states,
-                          self.readouts[n:] if self.readouts else self.readouts)
-
-
-def _mid(x):
-    return x.mid() if hasattr(x, "mid") else x
+from solvers.hierarchy.trajectory import Trajectory, midpoint as _mid  # noqa: F401  (public here too)
+from solvers.hierarchy.precision import (PrecisionLost, estimated_dps, is_relu,  # noqa: F401
+                                         make_step, short_dps)
+# the comparison of two runs, importable from here too (notebooks, tests); called only by
+# the verifier in a solve
+from solvers.hierarchy.verify import agreement_digits  # noqa: F401
 
 
 def _level_one(mod, basis, y, num):
@@ -78,11 +43,11 @@ def _level_one(mod, basis, y, num):
     return num.lam @ y, num.lam @ num.T_modes
 
 
-def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str = "flint",
+def integrate_problem(problem: Problem, alphas, *, basis: str | None = None, arithmetic: str = "flint",
                       dps: int | None = None, rtol: float = 1e-12, atol: float | None = None,
                       progress=None, matrix_rhs: bool = True,
                       short_scalars: bool = True, integrator: str = "rk78",
-                      monitor=None) -> Trajectory:
+                      monitor=None, step=None) -> Trajectory:
     """One run: ``arithmetic`` in {"flint", "mpmath", "float64", "scipy"}; ``dps`` for the first two.
 
     ``alphas``: the output points, finite, >= 0 and strictly increasing (numbers or decimal
@@ -106,7 +71,15 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
 
     ``integrator``: "rk78" (default) or "taylor" (flint only: the high-order Taylor integrator of
     :mod:`solvers.integrators.taylor`, tolerance ``rtol``, order from the tolerance).
+
+    ``step``: a run of a plan (:class:`solvers.hierarchy.precision.Step`): its basis,
+    arithmetic, dps, rtol and integrator replace those arguments, and the digits of the shared
+    scalars and the error bound of ε_g come with it; without one they are decided here
+    (``precision.make_step``) from the arguments.
     """
+    if step is not None:
+        basis, arithmetic, dps, rtol, integrator = (step.basis, step.arithmetic, step.dps,
+                                                    step.rtol, step.integrator)
     if basis not in ("levels", "modes"):
         raise ValueError(f"basis must be 'levels' or 'modes', got {basis!r}")
     if integrator not in ("rk78", "taylor"):
@@ -117,13 +90,15 @@ def integrate_problem(problem: Problem, alphas, *, basis: str, arithmetic: str =
     if problem.trained and arithmetic == "scipy":
         raise ValueError("a trained readout runs with arithmetic flint, mpmath or float64: its "
                          "v is state the SciPy comparison path does not carry")
+    if step is None and arithmetic != "scipy":
+        step = make_step(basis, arithmetic, integrator, dps, rtol, is_relu(problem.key))
     requested = checked_alphas(alphas)
     # the initial condition is the state at alpha = 0: a grid starting later is integrated from
     # 0 and only the requested points are reported
     skip = 0 if requested[0][1] == 0 else 1
     alphas = ([0.0] if skip else []) + [a for a, _ in requested]
     traj = _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, progress,
-                                matrix_rhs, short_scalars, integrator, monitor)
+                                matrix_rhs, short_scalars, integrator, monitor, step)
     return traj.drop_first(skip)
 
 
@@ -156,7 +131,7 @@ def checked_alphas(alphas) -> list:
 
 
 def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, progress,
-                         matrix_rhs, short_scalars, integrator, monitor) -> Trajectory:
+                         matrix_rhs, short_scalars, integrator, monitor, step) -> Trajectory:
     started = time.perf_counter()
     K, M = problem.key.K, problem.key.M
     # atol only matters for components passing through zero; scale-free states set rtol.
@@ -175,7 +150,7 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
         mod = load(problem.key, "numpy" if arithmetic == "float64" else "mpmath")
         y0 = _initial_state(num, basis)
         shape = y0.shape
-        end = _EndOfLearningWatch(problem, mod, basis, num, ctx, rtol)
+        end = _EndOfLearningWatch(problem, mod, basis, num, ctx, step)
         if end.reached(y0):
             # the start is a fixed point to the run's precision (an informed start): nothing
             # moves, and the right-hand side of a ReLU system is 0/0 there
@@ -186,7 +161,7 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
             return end.finished(Trajectory(list(alphas), eps, R1, Q1, basis, arithmetic,
                                            ctx.dps, stats, [y0] * len(alphas)), started)
         monitor = end.wrap(monitor, shape)
-        short = short_dps(rtol, ctx.dps) if short_scalars and matrix_rhs else None
+        short = step.scalar_dps if short_scalars and matrix_rhs else None
         # η and e2 of the right-hand side: set per piece of a "steps" schedule, per call of
         # a power schedule (set_rates)
         trained = problem.trained
@@ -246,7 +221,7 @@ def _integrate_from_zero(problem, alphas, basis, arithmetic, dps, rtol, atol, pr
 
             def piece(points, y, counts):
                 return integrate_taylor(arb_rhs, jets, points, y, tol=rtol,
-                                        jet_dps=short_dps(rtol, ctx.dps), progress=progress,
+                                        jet_dps=step.scalar_dps, progress=progress,
                                         stats=counts, monitor=monitor,
                                         schedule=None if problem.autonomous else problem.schedule)
         else:
@@ -305,21 +280,20 @@ class _EndOfLearningWatch:
     has no significant digit; a negative one beyond the bound is left for the callers to
     refuse), and records the bound in ``stats["eps_g_bound"]``."""
 
-    def __init__(self, problem, mod, basis, num, ctx, rtol):
+    def __init__(self, problem, mod, basis, num, ctx, step):
         self.mod, self.basis, self.num, self.ctx = mod, basis, num, ctx
         self.active = (problem.noise == 0 and problem.weight_decay == 0
                        and not problem.trained)
         _, t1 = _level_one(mod, basis, _initial_state(num, basis), num)
         scale = max(abs(float(_mid(x))) for x in t1)
-        key = problem.key
-        relu = "relu" in (key.activation, key.teacher)
         dps = ctx.dps if ctx.name != "float64" else None
-        self.bound = eps_g_bound(scale, ctx.name, dps, rtol, relu)
+        # the step's bound_rate is max(u_eff, rtol): the bound is eps_g_bound of the run
+        self.bound = step.bound_rate * float(scale)
         if self.active:
             # ε_g of a state in mpmath (midpoints, exact), its vanishing minors at their limit
             self.limit = _AtTheLimit((dps or 16) + 10,
-                                     1000 * unit_roundoff(ctx.name, dps) * max(scale, 1) ** 2)
-            self.exact = load(key, "mpmath")
+                                     1000 * step.roundoff * max(scale, 1) ** 2)
+            self.exact = load(problem.key, "mpmath")
 
     def reached(self, y) -> bool:
         if not self.active:

@@ -3,17 +3,19 @@ result is verified, for ``solve``, the level and mode runs, and the linear route
 
 The policy reads in one direction, plan → run → verify, each step in its own module:
 
-    plan    this module: ``plan(basis, dps, digits, L)`` ─► Plan(arithmetic, integrator, dps,
-            rtol, verify); pure decisions, nothing runs here
-    run     solvers.hierarchy.odes.integrate_problem(…, dps, rtol, integrator): one run;
-            numbers.context(arithmetic, dps) scopes the precision, the NumericProblem and the
-            right-hand side (row-independent scalars at ``short_dps(rtol, dps)``) and the
-            integrator share it
-    verify  solvers.hierarchy.verify: ``solve`` executes the plan and checks its result by a
-            second run (``settle``, the one "rerun until it agrees" loop: more digits and, for
-            ODE runs, a 100x tighter tolerance; a tighter pair; a fixed dps checked or refused)
+    plan    this module: ``plan(basis, dps, digits, L, …)`` (``plan_for(problem, …)``) ─►
+            a ``Plan`` made once, before any run: every run it may need as a ``Step``
+            (arithmetic, integrator, dps, rtol, the digits of the shared scalars, the inputs of
+            ε_g's error bound), the checking run, the reference runs, the ``settle`` ladder
+            (``Rung``: where the precision goes after a failed round), the faster route and the
+            fallback; pure decisions, nothing runs here
+    run     solvers.hierarchy.runner executes a plan's steps (``execute``); each step is one
+            solvers.hierarchy.odes.integrate_problem (or modes_fast) run
+    verify  solvers.hierarchy.verify reads the runs' results against the plan (agreement of
+            a pair, the sign of ε_g, the reference's digits) and decides: accept, refuse, or
+            the plan's next step (the check run, the next rung, the fallback)
 
-``solvers.app.solve.run`` calls ``verify.solve``; nothing here imports the other two.
+Nothing after the first run calls back into this module (tests/test_walk_direction.py).
 """
 from __future__ import annotations
 
@@ -21,14 +23,14 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-import mpmath
-
-from solvers.core.numbers import to_mpf
-
 # float64 runs are checked by a second run at 100x tighter tolerance; below rtol ~ 1e-15 the
 # rounding of float64 itself dominates, so the first run sits at 1e-13 (~9 digits of eps_g).
 FLOAT64_MAX_DIGITS = 9
 FLOAT64_RTOL = 1e-13
+# the rounds of ``settle`` (a pair each) before a solve at dps = "auto" gives up
+SETTLE_ROUNDS = 5
+# the float64 modes reference that screens a fixed-dps level run: two tolerances
+REFERENCE_RTOLS = (1e-13, 1e-15)
 
 
 class PrecisionLost(RuntimeError):
@@ -36,34 +38,77 @@ class PrecisionLost(RuntimeError):
 
 
 @dataclass(frozen=True)
+class Step:
+    """One run, decided before it starts.  ``tighter``: the run's place in a checking pair
+    (0 the first run, n the check tightened n times).  The rest is what
+    ``odes.integrate_problem`` needs: ``scalar_dps`` the digits of the row-independent scalars
+    (``short_dps``), ``roundoff`` the unit roundoff u and ``bound_rate`` = max(u_eff, rtol),
+    which times max |T^(1)| is the absolute error bound of ε_g (``eps_g_bound``).  A step of a
+    generic ladder (``ladder`` without ``step``) carries only ``dps`` and ``tighter``."""
+
+    dps: int | None
+    tighter: int = 0
+    basis: str | None = None
+    arithmetic: str | None = None     # "float64" | "flint" | "mpmath" | "scipy"
+    integrator: str | None = None     # "rk78" | "taylor" | "rodas4"
+    rtol: float | None = None
+    scalar_dps: int | None = None
+    roundoff: float | None = None
+    bound_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One round of ``settle``: ``first`` (run only when ``fresh``; otherwise the previous
+    round's check is this round's first run) against ``check``.  After a failed round: the
+    index of the next rung when more than half the digits agreed (``near``: the check becomes
+    the first run, the next check a quarter more digits and tighter again) or fewer
+    (``far``: a fresh pair at half as many digits again); None past the last round, where
+    ``near_dps`` / ``far_dps`` name the precision the next round would have started at."""
+
+    first: Step
+    check: Step
+    fresh: bool
+    near: int | None
+    far: int | None
+    near_dps: int
+    far_dps: int
+
+
+@dataclass(frozen=True)
 class Plan:
-    """How one solve runs.
+    """How one solve runs, made once (``plan``) and carried by the runner and the verifier.
 
-    faster: a route tried before this one when the problem allows it — the modes basis's
-    stiff float64 solver (``hierarchy.modes_fast``, RODAS4; needs a modes-basis initial
-    condition), checked like "tighter"; when its pair disagrees, this plan runs.
-
-    verify: "fixed" (a run at a fixed dps, verified by a second run or refused:
-    ``hierarchy.verify.run_fixed_dps``), "float64" (a float64 modes run screened the same way:
-    ``verify_float64``), "none" (one unverified run), "modes" (a float64 level run checked against the
-    modes basis), "tighter" (a float64 run checked by a second one at a ``check_factor``
-    (100x; the modes fast route 10x) tighter tolerance, falling back to ``fallback`` when they
-    disagree), "settle" (raise the precision until two
+    verify: "fixed" (a run at a fixed dps: screened by the float64 modes ``reference`` pair,
+    then, where that reference cannot vouch for the digits, checked by ``check`` or refused),
+    "float64" (a float64 modes run and its ``check`` 100x tighter), "modes" (a float64 level run
+    checked against the modes basis: ``check``), "tighter" (``first`` and its ``check`` at a
+    ``check_factor`` (100x; the modes fast route 10x) tighter tolerance, falling back to
+    ``fallback`` when they disagree), "settle" (the ``ladder``: raise the precision until two
     runs agree, starting at ``dps``).
+
+    faster: a route tried before this one (the modes basis's stiff float64 solver,
+    ``hierarchy.modes_fast``, RODAS4), present only where the problem allows it; when its pair
+    disagrees, this plan runs.  ``auto_dps``: the precision the automatic policy would start
+    at, for the refusal of a fixed dps.  ``route``: the name in ``meta.route``.
     """
 
+    basis: str
     arithmetic: str            # "float64" | "flint"
     integrator: str            # "rk78" | "taylor" | "rodas4" (choose_integrator; rodas4: faster)
     dps: int | None
     rtol: float
     verify: str
+    digits: int
+    route: str
+    first: Step | None = None
+    check: Step | None = None
+    reference: tuple = ()      # Steps of the float64 modes reference ("fixed")
+    ladder: tuple = ()         # Rungs ("settle")
     fallback: "Plan | None" = None
-    faster: "Plan | None" = None   # tried first where the problem allows it (modes_fast)
-    check_factor: float = 100.0    # "tighter": the check runs at rtol / check_factor
-
-    def route(self, basis: str) -> str:
-        """The route's name for ``meta.route``: basis/arithmetic/integrator/verification."""
-        return f"{basis}/{self.arithmetic}/{self.integrator}/{self.verify}"
+    faster: "Plan | None" = None
+    check_factor: float = 100.0
+    auto_dps: int | None = None
 
 
 # Digits of ε_g from which the Taylor integrator beats the RK7(8) on flint arb.  Measured
@@ -135,40 +180,148 @@ def fast_rtol(digits: int) -> float:
     return 10.0 ** -(digits + FAST_EXTRA_DIGITS)
 
 
-def plan(basis: str, dps, digits: int, L: int, jets: bool = True) -> Plan:
-    """The precision policy of ``[solve] dps``:
+def plan(basis: str, dps, digits: int, L: int, jets: bool = True, *, relu: bool = False,
+         stiffness: float = 0.0, fast_solver: bool = False) -> Plan:
+    """The precision policy of ``[solve] dps``, refused first when the arithmetic cannot meet
+    it (``check_request``):
 
     * ``"auto"``: levels basis -> arbitrary precision (python-flint arb) raised until two runs
       agree on ``digits`` significant digits of ε_g; modes basis -> float64 when ``digits`` <=
-      FLOAT64_MAX_DIGITS: first the stiff RODAS4 solver (``faster``, tried where η λ_1 >=
-      FAST_MIN_STIFFNESS and the initial condition is given by modes; checked by a run
-      FAST_CHECK_FACTOR tighter, ε_g evaluated exactly from its float64 states), then the
-      RK7(8) (checked 100x tighter); arbitrary precision otherwise or when neither pair agrees.
-    * an integer: one arbitrary-precision run at that many digits.
+      FLOAT64_MAX_DIGITS: first the stiff RODAS4 solver (``faster``, where the problem allows
+      it, ``fast_solver``, and its modes are stiff, ``stiffness`` = η λ_1 >=
+      FAST_MIN_STIFFNESS; checked by a run FAST_CHECK_FACTOR tighter, ε_g evaluated exactly
+      from its float64 states), then the RK7(8) (checked 100x tighter); arbitrary precision
+      otherwise or when neither pair agrees.
+    * an integer: one arbitrary-precision run at that many digits, verified or refused.
     * ``"float64"``: one float64 run; in the levels basis it is checked against the modes basis
       and refused (PrecisionLost) when the closure has cancelled the asked-for digits away.
 
-    A power schedule gets the same integrators (the Taylor series carries η(α)); the caller
-    skips the ``faster`` route, whose stiff solver has a constant η.  ``jets=False`` (a
-    system without Taylor jets): the RK7(8) where the Taylor series would run
+    ``relu``: a ReLU student or teacher (the error bound of ε_g keeps half the digits).  A
+    power schedule gets the same integrators (the Taylor series carries η(α)); the stiff
+    solver, whose η is constant, is not offered for it (``fast_solver`` False).
+    ``jets=False`` (a system without Taylor jets): the RK7(8) where the Taylor series would run
     (``choose_integrator``).
     """
+    check_request(basis, dps, digits)
+
     def pick(arithmetic):
         return choose_integrator(basis, arithmetic, digits, L, jets)
 
+    def step(arithmetic, integrator, d, rtol, tighter=0, on=basis):
+        return make_step(on, arithmetic, integrator, d, rtol, relu, tighter)
+
+    def named(arithmetic, integrator, verify, **kw):
+        return Plan(basis, arithmetic, integrator, kw.pop("dps", None), kw.pop("rtol"), verify,
+                    digits, f"{basis}/{arithmetic}/{integrator}/{verify}", **kw)
+
     if dps == "float64":
-        return Plan("float64", pick("float64"), None, default_rtol(digits, pick("float64")),
-                    "modes" if basis == "levels" else "float64")
+        integrator = pick("float64")
+        rtol = default_rtol(digits, integrator)
+        first = step("float64", integrator, None, rtol)
+        if basis == "levels":
+            return named("float64", integrator, "modes", rtol=rtol, first=first,
+                         check=step("float64", integrator, None, rtol, on="modes"))
+        return named("float64", integrator, "float64", rtol=rtol, first=first,
+                     check=step("float64", "rk78", None, max(default_rtol(digits) / 100, 1e-16),
+                                1))
+    integrator = pick("flint")
+    rtol = default_rtol(digits, integrator)
     if dps == "auto":
-        settle_plan = Plan("flint", pick("flint"), estimated_dps(L, digits, basis),
-                           default_rtol(digits, pick("flint")), "settle")
-        if basis == "modes" and digits <= FLOAT64_MAX_DIGITS:
-            fast = Plan("float64", "rodas4", None, fast_rtol(digits), "tighter",
-                        check_factor=FAST_CHECK_FACTOR)
-            return Plan("float64", pick("float64"), None, FLOAT64_RTOL, "tighter", settle_plan,
-                        faster=fast)
-        return settle_plan
-    return Plan("flint", pick("flint"), int(dps), default_rtol(digits, pick("flint")), "fixed")
+        settle_plan = settle_plan_of(basis, digits, L, integrator=integrator, relu=relu)
+        if not (basis == "modes" and digits <= FLOAT64_MAX_DIGITS):
+            return settle_plan
+        fast = None
+        if fast_solver and stiffness >= FAST_MIN_STIFFNESS:
+            r = fast_rtol(digits)
+            fast = named("float64", "rodas4", "tighter", rtol=r, check_factor=FAST_CHECK_FACTOR,
+                         first=step("float64", "rodas4", None, r),
+                         check=step("float64", "rodas4", None, r / FAST_CHECK_FACTOR, 1))
+        integrator = pick("float64")
+        return named("float64", integrator, "tighter", rtol=FLOAT64_RTOL, fallback=settle_plan,
+                     faster=fast, first=step("float64", integrator, None, FLOAT64_RTOL),
+                     check=step("float64", integrator, None, FLOAT64_RTOL / 100, 1))
+    d = int(dps)
+    return named("flint", integrator, "fixed", dps=d, rtol=rtol,
+                 first=step("flint", integrator, d, rtol),
+                 check=step("flint", integrator, checking_dps(d), rtol / 100, 1),
+                 reference=tuple(step("float64", "rk78", None, r, t, on="modes")
+                                 for t, r in enumerate(REFERENCE_RTOLS)),
+                 auto_dps=estimated_dps(L, digits, basis))
+
+
+def settle_plan_of(basis: str, digits: int, L: int, *, arithmetic: str = "flint",
+                   integrator: str = "auto", start_dps: int | None = None,
+                   rounds: int = SETTLE_ROUNDS, relu: bool = False) -> Plan:
+    """The "settle" plan: the ladder of pairs from ``start_dps`` (default ``estimated_dps``),
+    each check at ``checking_dps`` and 100x the tolerance of its first run
+    (``default_rtol``); ``integrator`` "auto": ``choose_integrator``."""
+    if integrator == "auto":
+        integrator = choose_integrator(basis, arithmetic, digits, L)
+    rtol = default_rtol(digits, integrator)
+    start = start_dps or estimated_dps(L, digits, basis)
+    rungs = ladder(start, rounds, step=lambda d, t: make_step(
+        basis, arithmetic, integrator, d, rtol / 100 ** t, relu, t))
+    return Plan(basis, arithmetic, integrator, start, rtol, "settle", digits,
+                f"{basis}/{arithmetic}/{integrator}/settle", ladder=rungs)
+
+
+def plan_for(problem, basis: str, dps, digits: int, jets: bool = True) -> Plan:
+    """``plan`` with the facts of a :class:`solvers.core.problem.Problem`: its L, whether an
+    activation is ReLU, and whether the stiff modes solver can run it and how stiff it is."""
+    lam1 = max(float(v) for v in problem.spectrum.eigenvalues)
+    return plan(basis, dps, digits, problem.L, jets=jets, relu=is_relu(problem.key),
+                stiffness=float(Fraction(problem.eta)) * lam1,
+                fast_solver=fast_solver_runs(problem.key, problem.plain_training,
+                                             problem.schedule is not None, problem.init.basis))
+
+
+def is_relu(key) -> bool:
+    """Whether the system has a ReLU student or teacher (``eps_g_bound``)."""
+    return "relu" in (key.activation, key.teacher)
+
+
+def fast_solver_runs(key, plain_training: bool, scheduled: bool, init_basis: str) -> bool:
+    """Whether the stiff float64 modes solver can run a problem: its index-vectorised kernel
+    (solvers.core.modes_kernel) has the erf and linear integrals of the original model only
+    (no label noise, weight decay, batches, trained readout), a constant η, and it starts
+    from a modes-basis initial condition."""
+    return key.is_plain() and plain_training and not scheduled and init_basis == "modes"
+
+
+def make_step(basis: str, arithmetic: str, integrator: str, dps: int | None, rtol,
+              relu: bool = False, tighter: int = 0) -> Step:
+    """The ``Step`` of one run: the digits of its shared scalars and its error-bound inputs
+    decided with it (float64 and SciPy work at 15 digits)."""
+    arbitrary = arithmetic in ("flint", "mpmath")
+    working = int(dps) if arbitrary else 15
+    u = unit_roundoff(arithmetic, working if arbitrary else None)
+    u_eff = math.sqrt(u) if relu else SMOOTH_ROUNDINGS * u
+    return Step(int(dps) if arbitrary else None, tighter, basis, arithmetic, integrator, rtol,
+                short_dps(rtol, working), u, max(u_eff, float(Fraction(str(rtol)))))
+
+
+def ladder(dps: int, rounds: int, fixed: bool = False, step=None) -> tuple:
+    """The rungs of ``settle`` from ``dps``: at most ``rounds`` rounds (one with ``fixed``).
+    Each round pairs a run at dps with a check at ``checking_dps(dps)``, tightened once more;
+    after a failed round the precision grows by a quarter, the check becoming the next first
+    run (``near``), or, when fewer than half the digits agreed, by half again with a fresh pair
+    (``far``).  ``step(dps, tighter)``: the Step of a run (default: dps and tighter only)."""
+    step = step or (lambda d, t: Step(d, t))
+    rungs = []
+
+    def grow(d, t, left):
+        i = len(rungs)
+        rungs.append(None)
+        d2 = checking_dps(d)
+        near = grow(d2, t + 1, left - 1) if left > 1 and not fixed else None
+        far = grow(int(d2 * 1.5), 0, left - 1) if left > 1 and not fixed else None
+        # a fixed round names its own precision when it fails
+        rungs[i] = Rung(step(d, t), step(d2, t + 1), t == 0, near, far,
+                        d if fixed else d2, d if fixed else int(d2 * 1.5))
+        return i
+
+    grow(int(dps), 0, 1 if fixed else rounds)
+    return tuple(rungs)
 
 
 # Digits of integration tolerance beyond the digits asked of ε_g, per integrator (default_rtol).
@@ -223,24 +376,6 @@ def checking_dps(dps: int) -> int:
     return dps + max(10, dps // 4)
 
 
-def agreement_digits(a, b, floor: float = 0.0) -> float:
-    """Smallest number of agreeing significant digits over two ε_g sequences (exact compare).
-
-    ``floor``: an absolute error bound of ε_g (``eps_g_bound``, the larger of the two runs').
-    A pair that differs by no more than it agrees whatever its relative difference: at the end
-    of learning ε_g ≈ 0 has no significant digits to compare, only an absolute error."""
-    worst = math.inf
-    for x, y in zip(a, b):
-        x, y = to_mpf(x), to_mpf(y)
-        scale = max(abs(x), abs(y))
-        if scale == 0:
-            continue
-        diff = mpmath.fsub(x, y, exact=True)
-        if diff != 0 and not abs(diff) <= floor:
-            worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
-    return worst
-
-
 # -- ε_g at the end of learning -----------------------------------------------------------------
 #
 # A student that learns its teacher ends with ε_g -> 0 (exponentially in α), far below what the
@@ -271,7 +406,6 @@ def unit_roundoff(arithmetic: str, dps: int | None) -> float:
 
 
 def eps_g_bound(scale: float, arithmetic: str, dps: int | None, rtol, relu: bool) -> float:
-    """Absolute error bound of ε_g for a run (see above); ``scale`` = max |T^(1)|."""
-    u = unit_roundoff(arithmetic, dps)
-    u_eff = math.sqrt(u) if relu else SMOOTH_ROUNDINGS * u
-    return max(u_eff, float(Fraction(str(rtol)))) * float(scale)
+    """Absolute error bound of ε_g for a run (see above); ``scale`` = max |T^(1)|.  A run
+    computes it from its Step: ``step.bound_rate * scale``."""
+    return make_step("modes", arithmetic, "rk78", dps, rtol, relu).bound_rate * float(scale)

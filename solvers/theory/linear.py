@@ -36,8 +36,8 @@ import numpy as np
 from derive import linear as dl
 from derive.spectra import Spectrum
 
-from solvers.hierarchy.precision import PrecisionLost, agreement_digits  # noqa: F401
-from solvers.hierarchy.verify import settle
+from solvers.hierarchy.precision import PrecisionLost  # noqa: F401
+from solvers.hierarchy.runner import settle
 
 ROUTES = ("modes", "companion", "levels")
 
