@@ -26,7 +26,10 @@ Generation fails early when an expression has a free symbol that is not an argum
 """
 from __future__ import annotations
 
+import importlib.util
+import marshal
 import os
+import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -319,19 +322,44 @@ def write_atomic(path: Path, text: str, verify: str | None = None) -> None:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
-        if verify is not None:
-            _import_check(tmp, text, verify)
+        code = _import_check(tmp, text, verify, path) if verify is not None else None
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    if code is not None:
+        _write_bytecode(path, code)
 
 
-def _import_check(tmp: str, text: str, what: str) -> None:
-    import importlib.util
+def _write_bytecode(path: Path, code) -> None:
+    """Leave the code the check compiled where the next import of ``path`` looks for it (the
+    ``__pycache__`` file of PEP 3147, validated by the source's mtime and size as PEP 552
+    lays out), so that a module just printed is not compiled a second time when it is loaded:
+    for the large modules of K = M = 4 that compilation is several percent of the generation.
+    Best effort: without it the import compiles the source as usual."""
+    if sys.dont_write_bytecode:
+        return
     try:
-        code = compile(text, tmp, "exec")
+        stat = path.stat()
+        pyc = Path(importlib.util.cache_from_source(str(path)))
+        pyc.parent.mkdir(exist_ok=True)
+        data = b"".join((importlib.util.MAGIC_NUMBER, (0).to_bytes(4, "little"),
+                         (int(stat.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little"),
+                         (stat.st_size & 0xFFFFFFFF).to_bytes(4, "little"), marshal.dumps(code)))
+        fd, tmp = tempfile.mkstemp(dir=pyc.parent, prefix=f".{pyc.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, pyc)
+    except (OSError, ValueError, NotImplementedError):
+        pass
+
+
+def _import_check(tmp: str, text: str, what: str, path: Path):
+    """The module's code (compiled under its final name ``path``) once it has run in a fresh
+    namespace from the file ``tmp``; GeneratedModuleError otherwise."""
+    try:
+        code = compile(text, str(path), "exec")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise GeneratedModuleError(f"the printed module of the {what} does not compile "
                                    f"({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
@@ -345,6 +373,7 @@ def _import_check(tmp: str, text: str, what: str) -> None:
         raise GeneratedModuleError(f"the printed module of the {what} does not import "
                                    f"({type(e).__name__}: {' '.join(str(e).split())[:120]}); "
                                    "it was not cached") from None
+    return code
 
 
 # -- the Gaussian kernels of the activation (float64, vectorised) ------------------------------
