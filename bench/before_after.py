@@ -2,6 +2,7 @@
 
     git worktree add BEFORE_DIR <commit>
     nice -n -5 .venv/bin/python bench/before_after.py BEFORE_DIR [AFTER_DIR] [--reps 3] [--cases a,b]
+        [--short-reps 6]
 
 (``nice -n -5`` only as root; AFTER_DIR defaults to this tree.)  Each run is a fresh process of
 ``bench/before_after_one.py CASE`` (this tree's copy, so the request is the same on both sides)
@@ -36,7 +37,8 @@ sys.path.insert(0, str(HERE))
 from machine_info import cpu_name, load_avg  # noqa: E402
 
 ONE = HERE / "before_after_one.py"
-# every headline case, roughly in order of cost; the short ones get more pairs (cpu s at load ~2)
+# every headline case, the short ones first (--short-reps pairs; about 3-12 s of CPU a run, the
+# others 40-100 s: at --reps 3 all of them take about 19 min of CPU)
 CASES = ["solve16", "simulate", "gen-erf4", "gen-relu4", "levels", "modes", "solve64"]
 SHORT = {"solve16", "simulate", "gen-erf4", "gen-relu4"}
 LABEL = {
@@ -111,8 +113,9 @@ def main(argv=None):
     parser.add_argument("before", type=Path, help="the tree measured as 'before'")
     parser.add_argument("after", type=Path, nargs="?", default=HERE.parent,
                         help="the tree measured as 'after' (default: this one)")
-    parser.add_argument("--reps", type=int, default=3,
-                        help="alternating pairs per case (twice as many for the short cases)")
+    parser.add_argument("--reps", type=int, default=3, help="alternating pairs per case")
+    parser.add_argument("--short-reps", type=int,
+                        help=f"pairs of the short cases {sorted(SHORT)} (default: --reps)")
     parser.add_argument("--cases", default=",".join(CASES),
                         help=f"comma-separated, from {','.join(CASES)} (default: all)")
     parser.add_argument("--python", default=sys.executable,
@@ -121,8 +124,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
     unknown = sorted(set(cases) - set(CASES))
-    if unknown or args.reps < 1:
-        parser.error(f"unknown cases {unknown} (known: {CASES})" if unknown else "--reps must be >= 1")
+    short_reps = args.short_reps or args.reps
+    if unknown or min(args.reps, short_reps) < 1:
+        parser.error(f"unknown cases {unknown} (known: {CASES})" if unknown
+                     else "--reps and --short-reps must be >= 1")
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     started = time.perf_counter()
     nice = os.nice(0)
@@ -150,7 +155,7 @@ def main(argv=None):
         print("|---|---|---|---|---|---|---|---|---|", flush=True)
         for case in cases:
             pairs = []
-            for rep in range((2 if case in SHORT else 1) * args.reps):
+            for rep in range(short_reps if case in SHORT else args.reps):
                 order = ("before", "after") if rep % 2 == 0 else ("after", "before")
                 res = {side: run_one(case, trees[side], caches[side], args.python) for side in order}
                 if args.log:
