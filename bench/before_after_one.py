@@ -45,25 +45,6 @@ STRIP_EDITABLE = (
     "                 and '__editable__' not in getattr(f, '__module__', '')]\n")
 exec(STRIP_EDITABLE)
 
-# the simulate command at its defaults (no [simulate] section), as bench/bench_simulate.py runs it
-SIMULATE_SPEC = """[model]
-activation = "erf"
-K = 2
-M = 2
-[data]
-L = 16
-beta = 1.0
-N = 1024
-[training]
-eta = 0.1
-sigma_J = 0.01
-seed = 0
-[solve]
-alpha_max = {alpha_max}
-n_points = 50
-spacing = "log"
-"""
-
 # the command line in a child, importing from the working directory like this process
 CLI = STRIP_EDITABLE + (
     "import solvers\n"
@@ -104,8 +85,10 @@ def solve(spec_file):
 def simulate(alpha_max=2000):
     folder = tempfile.mkdtemp(prefix="before_after_sim_")
     spec, out = os.path.join(folder, "spec.toml"), os.path.join(folder, "out.json")
+    sys.path.insert(0, HERE)
+    from simulate_spec import spec_text
     with open(spec, "w") as f:
-        f.write(SIMULATE_SPEC.format(alpha_max=alpha_max))
+        f.write(spec_text(alpha_max=alpha_max))
 
     def run():
         done = subprocess.run([sys.executable, "-c", CLI, "simulate", spec, "-o", out,
