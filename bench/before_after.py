@@ -38,7 +38,7 @@ from machine_info import cpu_name, load_avg  # noqa: E402
 
 ONE = HERE / "before_after_one.py"
 # every headline case, the short ones first (--short-reps pairs; about 3-12 s of CPU a run, the
-# others 40-100 s: at --reps 3 all of them take about 19 min of CPU)
+# others 33-105 s: at --reps 3 all of them take about 21 min of CPU, warm-up included)
 CASES = ["solve16", "simulate", "gen-erf4", "gen-relu4", "levels", "modes", "solve64"]
 SHORT = {"solve16", "simulate", "gen-erf4", "gen-relu4"}
 LABEL = {
