@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from machine_info import cpu_name, load_avg  # noqa: E402
+from simulate_spec import spec_text  # noqa: E402
 from solvers.sim import ckernel, normals  # noqa: E402
 from solvers.sim.simulate import naive_simulate, simulate, simulate_many  # noqa: E402
 
@@ -155,26 +156,6 @@ def step_loop_table(repeat, div):
     return _best(rows)
 
 
-def _spec_text(N, K, alpha_max, extra=""):
-    return f"""[model]
-activation = "erf"
-K = {K}
-M = {K}
-[data]
-L = 16
-beta = 1.0
-N = {N}
-[training]
-eta = 0.1
-sigma_J = 0.01
-seed = 0
-[solve]
-alpha_max = {alpha_max}
-n_points = 50
-spacing = "log"
-{extra}"""
-
-
 def whole_command(repeat, div):
     exe = Path(sys.executable).with_name("scaling-odes")
     alpha_max = 2000 // div
@@ -184,8 +165,8 @@ def whole_command(repeat, div):
         # the command at its defaults (no [simulate] section: whatever generator is the default)
         # and with the ziggurat named explicitly
         specs = {"default": Path(tmp) / "spec-default.toml", "xoshiro": Path(tmp) / "spec-xoshiro.toml"}
-        specs["default"].write_text(_spec_text(N, K, alpha_max))
-        specs["xoshiro"].write_text(_spec_text(N, K, alpha_max, '[simulate]\ngenerator = "xoshiro"\n'))
+        specs["default"].write_text(spec_text(N, K, alpha_max))
+        specs["xoshiro"].write_text(spec_text(N, K, alpha_max, '[simulate]\ngenerator = "xoshiro"\n'))
         out = Path(tmp) / "out.json"
         for _, g in ((r, g) for r in range(repeat) for g in specs):
             spec = specs[g]

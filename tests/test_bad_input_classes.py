@@ -116,6 +116,33 @@ def test_a_module_that_does_not_import_is_never_published(tmp_path):
     assert target.read_text() == "X = 1\n"
 
 
+def test_a_checked_module_is_not_compiled_again_when_loaded(tmp_path, monkeypatch):
+    """The check before publishing compiles the module; its code is left as the bytecode the
+    import looks for, so loading the module right after does not compile it a second time.
+    The oracle is CPython's own loader: it validates the file against the source's mtime and
+    size and would fall back to compiling the source, which is made to fail here."""
+    import importlib._bootstrap_external as external
+    import sys
+    from solvers.core.artifacts import import_path, write_module
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    target = tmp_path / "printed_once.py"
+    write_module(target, "X = 41 + 1\ndef where():\n    return where.__code__.co_filename\n",
+                 "the thing")
+
+    def compile_again(*args, **kwargs):
+        raise AssertionError("the checked module was compiled a second time")
+    monkeypatch.setattr(external.SourceLoader, "source_to_code", compile_again)
+    module = import_path(target, "printed_once_check")
+    assert module.X == 42 and module.where() == str(target)   # not the temporary's name
+    sys.modules.pop("scaling_odes_cache.printed_once_check", None)
+
+    # without bytecode (PYTHONDONTWRITEBYTECODE) nothing but the module is written
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    other = tmp_path / "other"
+    write_module(other / "m.py", "X = 1\n", "the thing")
+    assert os.listdir(other) == ["m.py"]
+
+
 def test_a_degenerate_system_leaves_no_cached_module(tmp_path):
     """Zero fixed student readouts print an empty coefficient tuple: the registry's check
     refuses it in one line naming the system, and the cache folder stays empty, so a later

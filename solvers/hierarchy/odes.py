@@ -39,7 +39,8 @@ from solvers.hierarchy.verify import agreement_digits  # noqa: F401
 def _level_one(mod, basis, y, num):
     """Level-1 state and teacher of the (L, N_STATE) state ``y`` in ``basis``."""
     if basis == "levels":
-        return mod.closure(y, num.c)[0], num.T_levels[0]
+        # the closure's first row is y[1] when there is one: only L = 1 needs its product c @ y
+        return (y[1] if len(y) > 1 else mod.closure(y, num.c)[0]), num.T_levels[0]
     return num.lam @ y, num.lam @ num.T_modes
 
 
@@ -322,7 +323,14 @@ class _EndOfLearningWatch:
         def watch(t, y):
             if monitor is not None:
                 monitor(t, y)
-            state = from_arb_mat(y) if hasattr(y, "nrows") else np.asarray(y).reshape(shape)
+            if hasattr(y, "nrows"):
+                # only the rows level one is read from (_level_one): converting every level of
+                # an arb_mat at each accepted step cost the L = 64 level run several percent
+                rows = 2 if self.basis == "levels" and y.nrows() > 1 else y.nrows()
+                state = np.array([[y[i, j] for j in range(y.ncols())] for i in range(rows)],
+                                 dtype=object)
+            else:
+                state = np.asarray(y).reshape(shape)
             if self.reached(state):
                 raise EndOfLearning
         return watch
