@@ -197,8 +197,12 @@ class Kind:
         return path
 
     def files(self, root: Path) -> list:
-        return [p for p in root.glob(self.pattern)
-                if p.is_file() and not p.name.startswith(".") and self.owns(p.name)]
+        found = [p for p in root.glob(self.pattern)
+                 if p.is_file() and not p.name.startswith(".") and self.owns(p.name)]
+        if self.suffix == ".py":        # with the bytecode Python keeps of each module
+            found += [c for c in (Path(importlib.util.cache_from_source(str(p))) for p in found)
+                      if c.is_file()]
+        return found
 
 
 def _hash_folder_py(name: str) -> bool:
