@@ -13,7 +13,8 @@ from derive import spectra
 from derive.keys import SystemKey
 from solvers import SpecError, compare, load_spec, simulate, solve
 from solvers.core.problem import Problem, expected_init, random_init
-from cli_support import ERF_K2_L4, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import ERF_K2_L4
 
 pytestmark = [pytest.mark.contract, pytest.mark.second_basis]  # oracle (tests/conftest.py)
 
