@@ -2,18 +2,27 @@
 it needs nothing but the standard library).
 
 ``toml_spec(model={...}, data={...}, ...)`` writes one TOML section per keyword, in the order
-given: a dict gives ``key = value`` lines (strings quoted, lists as arrays, booleans as
-true/false), a string is copied as it is (keys a test varies as text, such as an activation with
-its coefficients), a list mixes both.  The presets below (``erf_K2``, ``erf_spec``) insert their
-values as given instead, so a format field such as ``"{N}"`` passes through them.
+given (``toml_doc`` does the same from one dict): a dict gives ``key = value`` lines (strings
+quoted, lists as arrays, dicts as inline tables), a string is copied as it is (keys a test
+varies as text, such as an activation with its coefficients), a list mixes both.  The presets
+below (``erf_K2``, ``erf_spec``) insert their values as given instead, so a format field such
+as ``"{N}"`` passes through them.
 """
 import json
+import math
 
 
 def toml_value(v) -> str:
-    """A value as a TOML literal: (nested) lists and tuples as arrays, the rest as JSON spells it
-    (which TOML reads the same for strings, numbers and booleans)."""
-    return toml_list(v) if isinstance(v, (list, tuple)) else json.dumps(v)
+    """A value as a TOML literal: (nested) lists and tuples as arrays, dicts as inline tables,
+    nan and ±inf as TOML spells them, the rest as JSON does (which TOML reads the same for
+    strings, finite numbers and booleans)."""
+    if isinstance(v, (list, tuple)):
+        return toml_list(v)
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    return json.dumps(v)
 
 
 def toml_list(x) -> str:
@@ -32,6 +41,13 @@ def toml_spec(**sections) -> str:
             elif part:
                 out.append(part if part.endswith("\n") else part + "\n")
     return "".join(out)
+
+
+def toml_doc(doc: dict) -> str:
+    """A whole document from a dict, as the fuzzers draw them: its plain keys first (a section
+    replaced by a value stays a top-level key), then one section per table."""
+    top = "".join(f"{k} = {toml_value(v)}\n" for k, v in doc.items() if not isinstance(v, dict))
+    return top + toml_spec(**{k: v for k, v in doc.items() if isinstance(v, dict)})
 
 
 def erf_K2(L, N) -> str:
