@@ -15,14 +15,16 @@ import io
 import json
 import re
 import math
+import tempfile
+from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
 from solvers.core.registry import _cpu_seconds   # this process and its finished children
-from test_spec_fuzz import (ERF, SUBCOMMANDS, VALID, WILD, _numbers, fuzz_settings, mutate,
-                            spec_file)
+from specs import toml_doc as _toml
+from test_spec_fuzz import ERF, SUBCOMMANDS, VALID, WILD, _numbers, fuzz_settings, mutate
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -133,11 +135,18 @@ def check_outcome(what, code, out, err, cpu):
     return res
 
 
-@fuzz_settings(110)
+# Hypothesis draws the derandomized examples from a hash of the test's source text, so this
+# test keeps its text (and the names in it) until its known finding is dealt with: a drawn
+# [bayes] case with Delta = 0.1 prints three warning lines, where at most a summary line is
+# allowed (docs/guide/reliability.md against docs/guide/bayes.md).
+@settings(max_examples=110, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
 @given(cases())
 def test_bad_specs_end_in_finite_json_or_one_named_line(case):
     sub, doc = case
-    with spec_file(doc) as path:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.toml"
+        path.write_text(_toml(doc))
         extra = ["--no-progress"] if sub == ("simulate",) else []
         check_outcome((sub, doc), *run([*sub, path, "--json", *extra]))
 
