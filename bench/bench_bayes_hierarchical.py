@@ -15,13 +15,14 @@ sets (teacher, X, noise), as in :func:`solvers.theory.bayes.sampling.measure`.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 import numpy as np
 
 from solvers.theory.bayes import Setup, curve
 from solvers.theory.bayes import sampling as S
+
+from hmc_runs import add_run_options, keep
 
 
 def run(d: int, alpha: float, beta: float = 0.25, gamma: float = 0.5, Delta: float = 0.5,
@@ -79,23 +80,15 @@ def fmt(row: dict, width: int = 4) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--d", type=int, nargs="+", default=[40])
+    add_run_options(ap, d=[40], instances=4)
     ap.add_argument("--alpha", type=float, default=1.0)
     ap.add_argument("--beta", type=float, default=0.25)
-    ap.add_argument("--instances", type=int, default=4)
-    ap.add_argument("--warmup", type=int, default=400)
-    ap.add_argument("--samples", type=int, default=400)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     rows = []
     for d in a.d:
-        rows.append(run(d, a.alpha, a.beta, instances=a.instances, warmup=a.warmup,
-                        samples=a.samples, seed=a.seed + 1000 * d))
-        print(fmt(rows[-1]), flush=True)
-        if a.out:
-            with open(a.out, "w") as f:
-                json.dump(rows, f, indent=1)
+        row = run(d, a.alpha, a.beta, instances=a.instances, warmup=a.warmup, samples=a.samples,
+                  seed=a.seed + 1000 * d)
+        keep(rows, row, fmt(row), a.out)
 
 
 if __name__ == "__main__":

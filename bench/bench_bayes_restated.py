@@ -17,7 +17,6 @@ trajectories of ≤ `leapfrog` gradient evaluations, each O(chains·n·k·d)).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 
@@ -25,6 +24,8 @@ import numpy as np
 
 from solvers.theory.bayes import Setup, curve
 from solvers.theory.bayes import sampling as S
+
+from hmc_runs import add_run_options, keep
 
 
 def fixed_point(d: int, gamma: float, Delta: float, alpha: float) -> dict:
@@ -85,17 +86,12 @@ def fmt(row):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--d", type=int, nargs="+", default=[20])
+    add_run_options(ap, d=[20], instances=3)
     ap.add_argument("--alpha", type=float, nargs="+", default=[0.7, 1.0, 1.5])
     ap.add_argument("--gamma", type=float, default=0.5)
     ap.add_argument("--Delta", type=float, default=0.5)
-    ap.add_argument("--instances", type=int, default=3)
     ap.add_argument("--chains", type=int, default=2)
-    ap.add_argument("--warmup", type=int, default=400)
-    ap.add_argument("--samples", type=int, default=400)
     ap.add_argument("--leapfrog", type=int, default=20)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=None)
     ap.add_argument("--which", nargs="+", default=["informed", "uninformed"],
                     choices=["informed", "uninformed"])
     a = ap.parse_args()
@@ -106,11 +102,7 @@ def main():
         for j, al in enumerate(a.alpha):
             row = run(d, a.gamma, a.Delta, al, a.instances, a.chains, a.warmup, a.samples,
                       a.leapfrog, a.seed + 1000 * d + j, tuple(a.which))
-            rows.append(row)
-            print(fmt(row), flush=True)
-            if a.out:
-                with open(a.out, "w") as f:
-                    json.dump(rows, f, indent=1)
+            keep(rows, row, fmt(row), a.out)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from table import header, row
+
 ROOT = Path(__file__).resolve().parents[1]
 BASE = "ac72d38"
 
@@ -93,23 +95,19 @@ def main(argv=None):
     from solvers.core.codegen_time import estimate_seconds
     with tempfile.TemporaryDirectory() as tmp:
         base = None if args.no_base else checkout(args.base, Path(tmp))
-        print(f"| system | {args.base}: total CPU (s) | this tree: total CPU (s) | this tree: "
-              f"derivation / printing / jets / compile (s) | ratio | estimate (s) | "
-              f"module + jets (kB) | wall (s) | load |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        header("system", f"{args.base}: total CPU (s)", "this tree: total CPU (s)",
+               "this tree: derivation / printing / jets / compile (s)", "ratio", "estimate (s)",
+               "module + jets (kB)", "wall (s)", "load")
         for act, K, M in keys:
             K, M = int(K), int(M)
             old = run(base, act, K, M) if base else None
             new = run(ROOT, act, K, M)
-            load = os.getloadavg()[0]
-            ratio = f"{old['cpu'] / new['cpu']:.2f}" if old else "–"
             failed = " (does not compile)" if old and old["times"].get("compile_failed") else ""
-            print(f"| {act} K={K} M={M} | {old['cpu']:.1f}{failed} | " if old else
-                  f"| {act} K={K} M={M} | – | ", end="")
-            print(f"{new['cpu']:.1f} | {_phases(new)} | {ratio} | "
-                  f"{estimate_seconds(act, K, M):.1f} | "
-                  f"{new['size'][0] // 1000} + {new['size'][1] // 1000} | {new['wall']:.0f} | "
-                  f"{load:.1f} |", flush=True)
+            row(f"{act} K={K} M={M}", f"{old['cpu']:.1f}{failed}" if old else "–", f"{new['cpu']:.1f}",
+                _phases(new), f"{old['cpu'] / new['cpu']:.2f}" if old else "–",
+                f"{estimate_seconds(act, K, M):.1f}",
+                f"{new['size'][0] // 1000} + {new['size'][1] // 1000}", f"{new['wall']:.0f}",
+                f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from table import header, row
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
@@ -68,19 +70,17 @@ def main(argv=None):
     sys.path.insert(0, str(ROOT))
     from solvers.app.validate import _codegen_seconds
     from solvers.core.codegen_time import estimate_seconds
-    print("| student | teacher | K | M | CPU (s) | derivation / printing / jets (wall s) | "
-          "estimate (s) | measured / estimate | peak RSS before / after (MiB) | load | wall (s) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    header("student", "teacher", "K", "M", "CPU (s)", "derivation / printing / jets (wall s)",
+           "estimate (s)", "measured / estimate", "peak RSS before / after (MiB)", "load", "wall (s)")
     for s, t, K, M, *readout in systems:
         res = run(s, t, K, M, *readout)
-        label = f"{s} ({readout[0]} readout)" if readout else s
         est = estimate_seconds(s, K, M, teacher=t)
         assert abs(_codegen_seconds(K, M, s, t) - est) < 1e-9
         ph = res["phases"]
-        print(f"| {label} | {t} | {K} | {M} | {res['cpu']:.2f} | {ph['derivation']:.1f} / "
-              f"{ph['printing']:.1f} / {ph['Taylor jets']:.1f} | {est:.2f} | "
-              f"{res['cpu'] / est:.2f} | {res['mib'][0]:.0f} / {res['mib'][1]:.0f} | "
-              f"{os.getloadavg()[0]:.1f} | {res['wall']:.2f} |", flush=True)
+        row(f"{s} ({readout[0]} readout)" if readout else s, t, K, M, f"{res['cpu']:.2f}",
+            f"{ph['derivation']:.1f} / {ph['printing']:.1f} / {ph['Taylor jets']:.1f}", f"{est:.2f}",
+            f"{res['cpu'] / est:.2f}", f"{res['mib'][0]:.0f} / {res['mib'][1]:.0f}",
+            f"{os.getloadavg()[0]:.1f}", f"{res['wall']:.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ from derive import spectra
 from derive.keys import SystemKey
 from solvers import SpecError, compare, load_spec, simulate, solve
 from solvers.core.problem import Problem, expected_init, random_init
-from cli_support import ERF_K2_L4, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import ERF_K2_L4, toml_doc
 
 pytestmark = [pytest.mark.contract, pytest.mark.second_basis]  # oracle (tests/conftest.py)
 
@@ -94,8 +95,7 @@ def test_numpy_values_and_fractions_in_a_dict():
 def test_errors_are_the_cli_one_liners(tmp_path, capsys, edit):
     doc = json.loads(json.dumps(SPEC))
     edit(doc)
-    import tomllib  # noqa: F401  (Python >= 3.11; the writer below is plain)
-    path = write_spec(tmp_path, _toml(doc))
+    path = write_spec(tmp_path, toml_doc(doc))
     code, _, err = run_cli(["solve", path, "--json"], capsys)
     assert code == 2
     cli_line = err.strip().removeprefix("scaling-odes: error: ")
@@ -131,19 +131,6 @@ def test_simulate_refuses_expected_init_as_the_cli_does(tmp_path, capsys):
     # the sections of the other subcommands are accepted by each: one file serves them all
     parsed = load_spec({**SPEC, "linear": {}, "asymptotic": {"alpha0": 100}})
     assert set(parsed.extra) == {"linear", "asymptotic"}
-
-
-def _toml(doc: dict) -> str:
-    def val(v):
-        if isinstance(v, str):
-            return json.dumps(v)
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(val(x) for x in v) + "]"
-        return repr(v)
-    return "".join(f"[{sec}]\n" + "".join(f"{k} = {val(v)}\n" for k, v in body.items())
-                   for sec, body in doc.items())
 
 
 # -- numbers: float64 arrays, exact strings, grids that do not start at 0 -------------------
@@ -242,13 +229,13 @@ def test_thin_wrappers_match_their_subcommands(tmp_path, capsys):
     lin = {"model": {"activation": "linear", "K": 1, "M": 1}, "data": {"L": 4, "beta": 1},
            "training": {"eta": 0.1, "init": "expected"},
            "solve": {"alphas": [0, 10], "digits": 10}}
-    path = write_spec(tmp_path, _toml(lin), "lin.toml")
+    path = write_spec(tmp_path, toml_doc(lin), "lin.toml")
     code, out, err = run_cli(["linear", "curve", path, "--json"], capsys)
     assert code == 0, err
     api = solvers.linear(lin)
     assert api["eps_g"] == json.loads(out)["eps_g"]
     ker = {"kernel": {"a": 2.0, "M": 200, "ridge": 0.01, "noise": 0.01, "P": [16, 64]}}
-    path = write_spec(tmp_path, _toml(ker), "ker.toml")
+    path = write_spec(tmp_path, toml_doc(ker), "ker.toml")
     code, out, err = run_cli(["kernel", path, "--json"], capsys)
     assert code == 0, err
     assert solvers.kernel(ker)["eps_g"] == json.loads(out)["eps_g"]

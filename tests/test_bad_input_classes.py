@@ -18,7 +18,8 @@ import pytest
 
 from test_bad_input_fuzz import check_outcome, run
 from test_schema_fuzz import BASE, ONESTEP
-from test_spec_fuzz import _numbers, _toml
+from specs import toml_doc
+from test_spec_fuzz import _numbers
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -82,7 +83,7 @@ def _doc(changes):
 def test_each_input_class(sub, changes, words):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spec.toml"
-        path.write_text(_toml(_doc(changes)))
+        path.write_text(toml_doc(_doc(changes)))
         extra = ["--no-progress"] if sub in ("simulate", "compare") else []
         code, out, err, elapsed = run([sub, path, "--json", *extra])
     what = (sub, changes)
@@ -164,7 +165,7 @@ def test_a_log_grid_below_one_step_is_merged_with_a_warning():
     doc = _doc({"solve": {"alpha_max": 4, "alpha_min": 0.01, "n_points": 20, "spacing": "log"}})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "spec.toml"
-        path.write_text(_toml(doc))
+        path.write_text(toml_doc(doc))
         code, out, err, elapsed = run(["simulate", path, "--json", "--no-progress"])
     res = check_outcome("log grid", code, out, err, elapsed)
     grid = np.geomspace(0.01, 4, 20)

@@ -11,7 +11,6 @@ checked on the raw text) -- and never a hang: the sizing must refuse invalid-but
 before any work, so every example has a time bound.  The CLI's ``main()`` runs in-process.
 """
 import contextlib
-import copy
 import io
 import json
 import re
@@ -24,7 +23,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
 from solvers.core.registry import _cpu_seconds   # this process and its finished children
-from test_spec_fuzz import ERF, FAMILY_KEYS, LINEAR, SUBCOMMANDS, VALID, WILD, _numbers, _toml
+from specs import toml_doc as _toml
+from test_spec_fuzz import ERF, SUBCOMMANDS, VALID, WILD, _numbers, fuzz_settings, mutate
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -90,31 +90,9 @@ MISSPELT = {"bayes": "bayse", "kernel": "kernal", "mc": "mcc", "simulate": "simu
 def cases(draw):
     sub = draw(st.sampled_from(WEIGHTED))
     doc = json.loads(json.dumps(ALL[sub]))
-    for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
-        sec = draw(st.sampled_from(sorted(doc)))
-        if not isinstance(doc[sec], dict):
-            continue
-        kind = draw(st.sampled_from(["good"] * 2 + ["bad"] * 5 + ["drop", "unknown", "misspelt",
-                                                                 "empty", "not a table"]))
-        family = FAMILY_KEYS.get(sec, ()) if sub == ("simulate",) else ()
-        keys = sorted((set(doc[sec]) | set(KEYS.get(sec, ())) | set(family)) - {"n_jobs"}) \
-            or ["bogus_key"]
-        key = draw(st.sampled_from(keys))
-        if kind == "good":
-            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(GOOD.get(key, BAD))))
-        elif kind == "bad":
-            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(BAD)))
-        elif kind == "drop":
-            doc[sec].pop(key, None)
-        elif kind == "unknown":
-            doc[sec]["bogus_key"] = 1
-        elif kind == "misspelt":
-            doc[MISSPELT.get(sec, sec + "x")] = doc.pop(sec)
-        elif kind == "empty" and sec not in ("data", "solve"):
-            # (an empty [data] is the valid default L = 16, N = 1024: seconds to minutes)
-            doc[sec] = {}
-        else:
-            doc[sec] = copy.deepcopy(draw(st.sampled_from(BAD)))
+    mutate(draw, sub, doc, [1, 1, 2, 3],
+           ["good"] * 2 + ["bad"] * 5 + ["drop", "unknown", "misspelt", "empty", "not a table"],
+           KEYS, GOOD, BAD, MISSPELT)
     return sub, doc
 
 
@@ -157,6 +135,10 @@ def check_outcome(what, code, out, err, cpu):
     return res
 
 
+# Hypothesis draws the derandomized examples from a hash of the test's source text, so this
+# test keeps its text (and the names in it) until its known finding is dealt with: a drawn
+# [bayes] case with Delta = 0.1 prints three warning lines, where at most a summary line is
+# allowed (docs/guide/reliability.md against docs/guide/bayes.md).
 @settings(max_examples=110, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 @given(cases())
@@ -173,8 +155,7 @@ FIG_ARGS = st.lists(st.sampled_from(["", " ", ",", "0", "21", "99", "-1", "x", "
                                      "2,7", "b1", "1e3", "١"]), min_size=1, max_size=3)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@fuzz_settings(40)
 @given(FIG_ARGS)
 def test_figures_fig_values(monkeypatch_runner, parts):
     """--fig: refused in one line unless it names figures; a valid one reaches the runner with

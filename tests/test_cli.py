@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_support import erf_spec, run_cli as _run, write_spec as _spec
+from cli_support import run_cli as _run, write_spec as _spec
+from specs import erf_spec
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 

@@ -17,32 +17,16 @@ import pytest
 import sympy as sp
 
 from cli_support import run_cli, write_spec
+from specs import toml_spec
 
 # the references are closed forms written here; the rest checks the command's contract
 pytestmark = [pytest.mark.closed_form, pytest.mark.contract]
 
-SPEC = """
-[model]
-{model}
-K = {K}
-M = {M}
-[data]
-L = {L}
-beta = 1.0
-N = 64
-[training]
-eta = 0.5
-[solve]
-alpha_max = 10
-n_points = 3
-basis = "modes"
-dps = "float64"
-digits = 6
-"""
-
-
 def spec(tmp_path, model='activation = "erf"', K=1, M=1, L=2, name="spec.toml"):
-    return write_spec(tmp_path, SPEC.format(model=model, K=K, M=M, L=L), name)
+    text = toml_spec(model=[model, dict(K=K, M=M)], data=dict(L=L, beta=1.0, N=64),
+                     training=dict(eta=0.5), solve=dict(alpha_max=10, n_points=3, basis="modes",
+                                                        dps="float64", digits=6))
+    return write_spec(tmp_path, text, name)
 
 
 def derive_json(path, capsys, *extra):

@@ -4,24 +4,12 @@ import json
 import pytest
 
 from cli_support import run_cli, write_spec
+from specs import KERNEL
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
-BASE = """
-[kernel]
-a = 2.0
-M = 2000
-target_b = 2.0
-ridge = 1e-2
-noise = 1e-2
-P = [16, 32, 64]
-methods = ["eig", "ek", "rg_ek", "rg_gda"]
-rg_cut = 0.01
-"""
-
-
 def test_kernel_json(tmp_path, capsys):
-    spec = write_spec(tmp_path, BASE)
+    spec = write_spec(tmp_path, KERNEL)
     out = tmp_path / "out.json"
     code, stdout, err = run_cli(["kernel", spec, "-o", out], capsys)
     assert code == 0, err
@@ -37,8 +25,8 @@ def test_kernel_json(tmp_path, capsys):
 
 
 def test_kernel_mc_json(tmp_path, capsys):
-    spec = write_spec(tmp_path, BASE.replace('methods = ["eig", "ek", "rg_ek", "rg_gda"]',
-                                             'methods = ["eig"]\nlearnability = true')
+    spec = write_spec(tmp_path, KERNEL.replace('methods = ["eig", "ek", "rg_ek", "rg_gda"]',
+                                               'methods = ["eig"]\nlearnability = true')
                       + "[mc]\ntrials = 4\nseed = 3\n")
     code, stdout, err = run_cli(["kernel-mc", spec, "--json"], capsys)
     assert code == 0, err
@@ -122,7 +110,7 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, text, needle):
 
 
 def test_mc_section_only_for_kernel_mc(tmp_path, capsys):
-    spec = write_spec(tmp_path, BASE + "[mc]\ntrials = 1\n")
+    spec = write_spec(tmp_path, KERNEL + "[mc]\ntrials = 1\n")
     code, _, err = run_cli(["kernel-mc", spec], capsys)
     assert code == 2 and "trials" in err and err.count("\n") == 1
     # kernel accepts [mc] (one file for both subcommands) and checks it

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from cli_support import LINEAR_L16
+from specs import LINEAR_L16
 from solvers.app.cli.main import main
 
 pytestmark = [pytest.mark.contract, pytest.mark.closed_form]  # oracle (tests/conftest.py)

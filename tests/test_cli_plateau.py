@@ -13,7 +13,8 @@ from solvers.theory.plateau import SymmetricTeacher
 from solvers.core.problem import random_init
 from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
-from cli_support import erf_K2, run_cli as _run, toml_list as _toml_list, write_spec as _write
+from cli_support import run_cli as _run, write_spec as _write
+from specs import erf_K2, toml_list as _toml_list
 
 pytestmark = [pytest.mark.contract, pytest.mark.closed_form]  # oracle (tests/conftest.py)
 

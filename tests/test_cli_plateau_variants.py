@@ -6,39 +6,17 @@ import mpmath
 import pytest
 
 from cli_support import run_cli, write_spec
+from specs import toml_spec
 
 pytestmark = [pytest.mark.contract]
 
-SPEC = """
-[model]
-{model}
-K = {K}
-M = {M}
-[data]
-L = {L}
-beta = 1.0
-N = {N}
-[training]
-eta = 0.5
-order = {order}
-sigma_J = 0.01
-seed = 3
-{training}
-[solve]
-alpha_max = {alpha_max}
-n_points = {n}
-spacing = "linear"
-basis = "modes"
-dps = "float64"
-{extra}
-"""
-
-
 def _spec(tmp_path, model='activation = "erf"', K=2, M=2, L=3, order=2, training="",
           alpha_max=600, n=31, extra="", N=300):
-    return write_spec(tmp_path, SPEC.format(model=model, K=K, M=M, L=L, N=N, order=order,
-                                            training=training, alpha_max=alpha_max, n=n,
-                                            extra=extra))
+    return write_spec(tmp_path, toml_spec(
+        model=[model, dict(K=K, M=M)], data=dict(L=L, beta=1.0, N=N),
+        training=[dict(eta=0.5, order=order, sigma_J=0.01, seed=3), training],
+        solve=[dict(alpha_max=alpha_max, n_points=n, spacing="linear", basis="modes",
+                    dps="float64"), extra]))
 
 
 def test_erf_keeps_the_closed_form_route(tmp_path, capsys):

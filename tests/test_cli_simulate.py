@@ -6,7 +6,8 @@ import pytest
 
 from solvers.app.solve import problem_of
 from solvers.app.spec import load_spec
-from cli_support import erf_spec, run_cli as _run, toml_list as _toml_list, write_spec as _write
+from cli_support import run_cli as _run, write_spec as _write
+from specs import erf_spec, toml_list as _toml_list
 
 pytestmark = [pytest.mark.contract, pytest.mark.simulation]  # oracle (tests/conftest.py)
 

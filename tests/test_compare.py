@@ -19,7 +19,8 @@ import pytest
 
 import solvers
 from solvers.app.compare import deviation
-from cli_support import erf_K2, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import erf_K2
 
 pytestmark = [pytest.mark.simulation, pytest.mark.contract]  # oracle (tests/conftest.py)
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import solvers
-from cli_support import erf_K2, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import erf_K2
 
 pytestmark = [pytest.mark.simulation, pytest.mark.contract]
 

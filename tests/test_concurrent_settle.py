@@ -149,7 +149,8 @@ def test_an_interrupt_in_the_parent_ends_the_child():
 
 @needs_two
 def test_a_child_exception_is_one_line_on_the_command_line(tmp_path, capsys, monkeypatch):
-    from cli_support import erf_spec, run_cli, write_spec
+    from cli_support import run_cli, write_spec
+    from specs import erf_spec
     from solvers.hierarchy import odes
     me, real = os.getpid(), odes.integrate_problem
 

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from cli_support import erf_K2, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import erf_K2
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.contract]  # oracle (tests/conftest.py)
 

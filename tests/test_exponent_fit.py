@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from cli_support import run_cli, write_spec
+from specs import linear_K1, toml_spec
 from solvers.theory.exponent import fit_exponent
 
 pytestmark = [pytest.mark.closed_form]
@@ -49,20 +50,8 @@ def _window_spec(tmp_path, L, n, tail=""):
     from solvers.theory.linear import window_result
     c = window_result(L, 1.0, 0.1)["alpha_centre"]
     alphas = ", ".join(f"{x:.12g}" for x in np.geomspace(c / math.e, c * math.e, n))
-    return write_spec(tmp_path, f"""
-[model]
-activation = "linear"
-K = 1
-M = 1
-[data]
-L = {L}
-beta = 1.0
-[training]
-eta = 0.1
-init = "expected"
-[solve]
-alphas = [{alphas}]
-{tail}""")
+    return write_spec(tmp_path, linear_K1(L) + toml_spec(
+        training=dict(eta=0.1, init="expected"), solve=[f"alphas = [{alphas}]", tail]))
 
 
 def test_linear_curve_recovers_the_theory_exponent_at_the_window_centre(tmp_path, capsys):
@@ -121,7 +110,7 @@ def test_asymptotic_reports_the_ode_exponent_next_to_the_linearisation(tmp_path,
     last decade and the first-order linearisation's (a sum of exponentials from its eigen-
     decomposition, an independent route) agree within the fit's uncertainty; the approach is
     called exponential, at the smallest of the reported rates."""
-    from cli_support import erf_K2
+    from specs import erf_K2
     spec = write_spec(tmp_path, erf_K2(4, 256) + """[training]
 eta = 0.5
 order = 1
@@ -146,7 +135,7 @@ def test_compare_and_plrf_curve_report_late_exponents(tmp_path, capsys):
     """The fields exist where the curves come out: compare (theory and simulation, the
     simulation's fit within a few of its uncertainties of the theory's, N = 1024) and plrf
     curve (p(r) - p_inf)."""
-    from cli_support import erf_K2
+    from specs import erf_K2
     spec = write_spec(tmp_path, erf_K2(4, 1024) + (
         "[training]\neta = 0.5\nsigma_J = 0.1\n[solve]\nalpha_max = 10\nn_points = 21\n"
         "basis = \"modes\"\ndps = \"float64\"\n[simulate]\nseeds = [0]\nn_jobs = 1\n"))

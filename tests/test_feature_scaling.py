@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from cli_support import LINEAR_L16
+from specs import LINEAR_L16
 from solvers.theory import feature_scaling as fs
 from solvers.sim.simulate import power_law_eigenvalues, simulate
 

@@ -20,6 +20,7 @@ from solvers.hierarchy import precision
 from solvers.hierarchy.verify import agreement_digits
 from solvers.hierarchy.modes_fast import (_ExactEps, _System, _two_product, random_inputs,
                                           solve_modes_fast)
+from specs import erf_modes
 
 pytestmark = [pytest.mark.higher_precision]
 
@@ -110,31 +111,12 @@ def test_exact_eps_matches_float64_where_nothing_cancels():
         assert abs(_ExactEps(system)(y) - e64) <= 1e-14 * abs(e64)
 
 
-SPEC = """
-[model]
-activation = "erf"
-K = {K}
-M = {K}
-[data]
-L = {L}
-beta = 0.5
-N = {N}
-[training]
-eta = {eta}
-[solve]
-alpha_max = {amax}
-{points}
-basis = "modes"
-digits = 9
-"""
-
-
 def _problem(**kw):
     from solvers.app.solve import problem_of
     from solvers.app.spec import load_spec
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "spec.toml"
-        path.write_text(SPEC.format(**kw))
+        path.write_text(erf_modes(**kw))
         spec = load_spec(path)
     return problem_of(spec), spec.solve.alpha_grid()
 

@@ -3,7 +3,8 @@ import time
 
 import pytest
 
-from cli_support import LINEAR_L16, erf_spec, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import LINEAR_L16, erf_spec
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 

@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from cli_support import erf_K2, write_spec
+from cli_support import write_spec
+from specs import erf_K2
 from solvers.hierarchy import precision
 from solvers.hierarchy.verify import agreement_digits
 

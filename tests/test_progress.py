@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from cli_support import erf_spec, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import erf_spec
 from solvers.core import progress as pg
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)

@@ -9,7 +9,8 @@ from fractions import Fraction
 
 import pytest
 
-from cli_support import run_cli, toml_list, write_spec
+from cli_support import run_cli, write_spec
+from specs import toml_list
 
 pytestmark = [pytest.mark.contract, pytest.mark.second_basis, pytest.mark.higher_precision]  # oracle (tests/conftest.py)
 

@@ -11,7 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from cli_support import ERF_K2_L4, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import ERF_K2_L4
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 

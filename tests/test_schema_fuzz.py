@@ -18,14 +18,12 @@ degree, so that a family system printed on demand takes about a second.
 import copy
 import json
 import math
-import tempfile
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 from test_bad_input_fuzz import check_outcome, run
-from test_spec_fuzz import WILD, _numbers, _toml
+from test_spec_fuzz import WILD, _numbers, fuzz_settings, spec_file
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
@@ -153,9 +151,7 @@ def check_schema_outcome(sub, doc, code, out, err, elapsed):
 
 def _check_case(case):
     sub, doc = case
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "spec.toml"
-        path.write_text(_toml(doc))
+    with spec_file(doc) as path:
         if sub == ("sweep",):
             args = ["sweep", path, "--no-progress", "--n-jobs", "1"]
         else:
@@ -168,16 +164,14 @@ def _check_case(case):
         check_schema_outcome(sub, doc, code, out, err, elapsed)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@fuzz_settings(40)
 @given(cases())
 def test_family_specs_end_in_a_sane_result_or_one_line(case):
     _check_case(case)
 
 
 @pytest.mark.full
-@settings(max_examples=400, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@fuzz_settings(400)
 @given(cases())
 def test_family_specs_end_in_a_sane_result_or_one_line_full(case):
     """The same property on ten times as many examples (``make verify``)."""

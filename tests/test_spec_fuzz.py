@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from solvers.app.cli import main as cli
 import pytest
+from specs import toml_doc
 
 # what solvers.core.registry says while it prints a module on demand (not an error)
 GENERATION_LINE = re.compile(r"scaling-odes: (generating |waiting for another process generating "
@@ -106,61 +107,61 @@ WILD = [-1, 0, 10 ** 12, 2 ** 63 - 1, -2 ** 63, 1e300, -1e-300, 1e-320, float("i
         {"a": 1}, 0.1, 3]
 
 
-def _toml_value(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) \
-            else repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(v)
-
-
-def _toml(doc):
-    lines = []
-    for sec, table in doc.items():
-        if not isinstance(table, dict):
-            lines.append(f"{sec} = {_toml_value(table)}")
-    for sec, table in doc.items():
-        if isinstance(table, dict):
-            lines.append(f"[{sec}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
-    return "\n".join(lines) + "\n"
-
-
 @st.composite
 def cases(draw):
     sub = draw(st.sampled_from(WEIGHTED))
     base, extra = SUBCOMMANDS[sub]
     doc = json.loads(json.dumps({**base, **extra}))
-    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 1, 2, 3, 4]))):
+    mutate(draw, sub, doc, [0, 0, 1, 1, 1, 2, 3, 4],
+           ["good"] * 5 + ["bad"] * 2 + ["drop", "unknown", "not a table"], SECTION_KEYS, VALID, WILD)
+    return sub, doc
+
+
+def mutate(draw, sub, doc, counts, kinds, keys, good, bad, misspelt=None):
+    """Mutate ``doc`` in place a drawn number (from ``counts``) of times; each time a section
+    that is a table and one of the ``kinds``: a key (one it has, one of ``keys[section]``, or of
+    the simulator's family keys) set to a ``good`` value of that key (else a ``bad`` one) or to
+    a ``bad`` one, dropped, an unknown key added, the section renamed (``misspelt``) or emptied
+    (not [data] or [solve]: empty, they are the valid default, seconds to minutes to run), or
+    the section replaced by a ``bad`` value ("not a table")."""
+    for _ in range(draw(st.sampled_from(counts))):
         sec = draw(st.sampled_from(sorted(doc)))
         if not isinstance(doc[sec], dict):
             continue
-        kind = draw(st.sampled_from(["valid"] * 5 + ["wild"] * 2 + ["drop", "unknown",
-                                                                   "not a table"]))
+        kind = draw(st.sampled_from(kinds))
         family = FAMILY_KEYS.get(sec, ()) if sub == ("simulate",) else ()
-        keys = sorted((set(doc[sec]) | set(SECTION_KEYS.get(sec, ())) | set(family))
-                      - {"n_jobs"})
-        key = draw(st.sampled_from(keys))
-        if kind == "valid":
-            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(VALID.get(key, WILD))))
-        elif kind == "wild":
-            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(WILD)))
+        names = sorted((set(doc[sec]) | set(keys.get(sec, ())) | set(family)) - {"n_jobs"})
+        key = draw(st.sampled_from(names or ["bogus_key"]))
+        if kind == "good":
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(good.get(key, bad))))
+        elif kind == "bad":
+            doc[sec][key] = copy.deepcopy(draw(st.sampled_from(bad)))
         elif kind == "drop":
             doc[sec].pop(key, None)
         elif kind == "unknown":
             doc[sec]["bogus_key"] = 1
+        elif kind == "misspelt":
+            doc[misspelt.get(sec, sec + "x")] = doc.pop(sec)
+        elif kind == "empty" and sec not in ("data", "solve"):
+            doc[sec] = {}
         else:
-            doc[sec] = copy.deepcopy(draw(st.sampled_from(WILD)))
-    return sub, doc
+            doc[sec] = copy.deepcopy(draw(st.sampled_from(bad)))
+
+
+def fuzz_settings(max_examples):
+    """The fuzzers' settings: the same examples every run (derandomized, no example database),
+    no deadline and no health checks (an example runs a whole subcommand)."""
+    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+
+@contextlib.contextmanager
+def spec_file(doc):
+    """A temporary spec.toml holding the drawn document."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "spec.toml"
+        path.write_text(toml_doc(doc))
+        yield path
 
 
 def _numbers(x):
@@ -174,14 +175,11 @@ def _numbers(x):
         yield x
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@fuzz_settings(200)
 @given(cases())
 def test_random_specs_end_in_a_result_or_one_line(case):
     sub, doc = case
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "spec.toml"
-        path.write_text(_toml(doc))
+    with spec_file(doc) as path:
         out, err = io.StringIO(), io.StringIO()
         started = time.process_time()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -6,7 +6,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from cli_support import erf_K2, run_cli, write_spec
+from cli_support import run_cli, write_spec
+from specs import erf_K2
 from derive import spectra
 from derive.keys import SystemKey
 from solvers.core.numbers import Float64Context

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cli_support import erf_K2
+from specs import erf_K2
 from solvers.app.cli import main as cli
 
 from solvers.app import sweep

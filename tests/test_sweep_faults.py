@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cli_support import erf_K2, run_cli
+from cli_support import run_cli
+from specs import erf_K2
 from solvers.app import sweep
 from solvers.app.workers import DirectoryLock
 

@@ -39,6 +39,7 @@ from solvers.core import registry
 from solvers.core.numbers import MpmathContext
 from solvers.core.problem import Problem, random_init
 from solvers.hierarchy.odes import agreement_digits, integrate_problem
+from specs import toml_doc
 
 pytestmark = [pytest.mark.second_basis, pytest.mark.closed_form,
               pytest.mark.higher_precision]  # oracle (tests/conftest.py)
@@ -227,20 +228,13 @@ def _cli(spec_path, env_cache, tmp_path):
                           text=True, env=env, cwd=tmp_path, timeout=600)
 
 
-def _toml(doc) -> str:
-    def value(v):
-        return json.dumps(v)
-    return "".join(f"[{sec}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items())
-                   for sec, body in doc.items())
-
-
 @pytest.mark.parametrize("act, K, M", [("erf", 3, 2), ("linear", 2, 3)])
 def test_cli_default_solve_agrees_with_the_modes_basis(cache, tmp_path, act, K, M):
     """`scaling-odes solve` with the defaults, in a fresh process, on a system printed on demand
     (the shared cache of the run: possibly printed by another worker), against the modes basis
     solved in this process."""
     path = tmp_path / "spec.toml"
-    path.write_text(_toml(_doc(act, K, M, 2)))
+    path.write_text(toml_doc(_doc(act, K, M, 2)))
     proc = _cli(path, cache, tmp_path)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
@@ -256,7 +250,7 @@ def test_cli_announces_the_generation_on_stderr(tmp_path):
     lines come at the end of the successful command (solvers.core.notices)."""
     fresh = tmp_path / "cache"
     path = tmp_path / "spec.toml"
-    path.write_text(_toml(_doc("linear", 2, 2, 1)))
+    path.write_text(toml_doc(_doc("linear", 2, 2, 1)))
     proc = _cli(path, fresh, tmp_path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()

@@ -11,24 +11,15 @@ from fractions import Fraction
 import pytest
 
 from cli_support import run_cli, write_spec
+from specs import KERNEL, linear_K1, toml_spec
 
 pytestmark = [pytest.mark.contract]  # oracle (tests/conftest.py)
 
-LINEAR = """
-[model]
-activation = "linear"
-K = 1
-M = 1
-[data]
-L = {L}
-beta = {beta}
-[training]
-eta = 0.05
-init = "expected"
-[solve]
-alpha_max = 1000
-digits = 12
-"""
+
+def linear(L, beta):
+    """linear K = M = 1 at eta = 0.05 from the expected start, alpha <= 1000 at 12 digits"""
+    return linear_K1(L, beta) + toml_spec(training=dict(eta=0.05, init="expected"),
+                                          solve=dict(alpha_max=1000, digits=12))
 
 
 def one_line_error(code, out, err, *fragments):
@@ -52,7 +43,7 @@ def cpu_run(args, capsys):
 def test_linear_window_paper_size_runs_fast(tmp_path, capsys):
     """The paper's window figure (L = 4096, beta = 1, eta = 0.05) was refused: validation sized
     a level-basis trajectory at dps 10672 (23.7 GiB) that the window never computes."""
-    path = write_spec(tmp_path, LINEAR.format(L=4096, beta=1.0))
+    path = write_spec(tmp_path, linear(4096, 1.0))
     started = time.process_time()
     code, out, err = run_cli(["linear", "window", path, "--json"], capsys)
     # CPU time, in process, so that a loaded machine cannot fail it
@@ -73,12 +64,12 @@ def test_linear_window_exact_exponent_without_sympy(tmp_path, capsys):
     from solvers.app.solve import spectrum_of
     from solvers.app.spec import load_spec
     from solvers.theory.linear import modes_solution
-    path = write_spec(tmp_path, LINEAR.format(L=1024, beta=0.5), "big.toml")
+    path = write_spec(tmp_path, linear(1024, 0.5), "big.toml")
     cpu = time.process_time()
     code, out, err = run_cli(["linear", "window", path, "--json"], capsys)
     assert code == 0 and time.process_time() - cpu < 10, err
     assert math.isfinite(json.loads(out)["exponent_exact_curve"])
-    spec = load_spec(write_spec(tmp_path, LINEAR.format(L=64, beta=0.5)), sizing=None)
+    spec = load_spec(write_spec(tmp_path, linear(64, 0.5)), sizing=None)
     res = window_result_of(spec)
     sol = modes_solution(spectrum_of(spec), spec.training.eta)
     a, h = res["alpha_centre"], 1e-4
@@ -90,13 +81,13 @@ def test_linear_window_exact_exponent_without_sympy(tmp_path, capsys):
 
 def test_linear_curve_sized_by_its_route(tmp_path, capsys, monkeypatch):
     from solvers.theory.linear import route_dps
-    path = write_spec(tmp_path, LINEAR.format(L=4096, beta=1.0) + '[linear]\nroute = "levels"\n')
+    path = write_spec(tmp_path, linear(4096, 1.0) + '[linear]\nroute = "levels"\n')
     dps = route_dps("levels", 4096, 12)
     one_line_error(*run_cli(["linear", "curve", path, "--json"], capsys),
                    "route = 'levels'", f"dps = {dps}")
     # the modes route needs digits + 10 only; its O(L^2) mpmath work is the estimate
     monkeypatch.setenv("SCALING_ODES_MAX_HOURS", "0.1")
-    path = write_spec(tmp_path, LINEAR.format(L=4096, beta=1.0), "modes.toml")
+    path = write_spec(tmp_path, linear(4096, 1.0), "modes.toml")
     msg = one_line_error(*run_cli(["linear", "curve", path, "--json"], capsys),
                          "modes route at dps = 22", "would take about", "SCALING_ODES_MAX_HOURS")
     assert "GiB" not in msg
@@ -105,8 +96,8 @@ def test_linear_curve_sized_by_its_route(tmp_path, capsys, monkeypatch):
 # ---- solve and simulate ----------------------------------------------------------------------
 
 def test_solve_still_sizes_its_trajectory(tmp_path, capsys):
-    text = LINEAR.format(L=4096, beta=1.0).replace('activation = "linear"\nK = 1\nM = 1',
-                                                   'activation = "erf"\nK = 2\nM = 2')
+    text = linear(4096, 1.0).replace('activation = "linear"\nK = 1\nM = 1',
+                                     'activation = "erf"\nK = 2\nM = 2')
     # the level basis at 12 digits (the default route before basis "auto"): thousands of digits
     text = text.replace("[solve]\n", "[solve]\nbasis = \"levels\"\n")
     path = write_spec(tmp_path, text)
@@ -257,21 +248,8 @@ def test_kernel_data_at_large_L_runs(tmp_path, capsys):
     assert json.loads(out)["meta"]["spectrum"]["modes"] == 100000
 
 
-README_KERNEL = """
-[kernel]
-a = 2.0
-M = 2000
-target_b = 2.0
-ridge = 1e-2
-noise = 1e-2
-P = [16, 32, 64]
-methods = ["eig", "ek", "rg_ek", "rg_gda"]
-rg_cut = 0.01
-learnability = false
-[mc]
-trials = 32
-seed = 0
-"""
+# the kernel guide's example in full
+README_KERNEL = KERNEL + "learnability = false\n" + toml_spec(mc=dict(trials=32, seed=0))
 
 
 def test_kernel_accepts_the_readme_file_with_mc(tmp_path, capsys):

@@ -22,7 +22,8 @@ import numpy as np
 from numba import njit
 
 from solvers.core.artifacts import numba_kernels
-from solvers.sim.kernels import _dot_simd, _draw
+from solvers.sim import kernels as _kernels
+from solvers.sim.kernels import _dot_simd, _draw, _hand_back
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -197,14 +198,9 @@ def family_steps_fused(gen, rng, state, bits, J, B, s, n_tr, etas, kappa, v, u, 
         for n in range(M):
             y[n] = _dot_simd(B[n], zn) * isq
         z, zn = zn, z
-    state_z[:] = z
-    state_x[:] = x
-    state_y[:] = y
+    _hand_back(state_z, state_x, state_y, z, x, y)
     return -1
 
 
-# ... and kernels.py's helpers, with normals.py's functions and tables in them.
-from solvers.generated import normal_f32 as _f32  # noqa: E402
-from solvers.sim import kernels as _kernels, normals as _normals, streams as _streams  # noqa: E402
-
-numba_kernels(globals(), [_kernels.__file__, _normals.__file__, _streams.__file__, _f32.__file__])
+# ... and kernels.py's helpers, with what is compiled into them.
+numba_kernels(globals(), [_kernels.__file__, *_kernels.COMPILED_IN])

@@ -229,14 +229,23 @@ def _steps(gen, rng, state, bits, J, B, s, n_tr, eta, act, n_steps, z, x, y, col
         for n in range(M):
             y[n] *= isq
         z, zn = zn, z
+    _hand_back(state_z, state_x, state_y, z, x, y)
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _hand_back(state_z, state_x, state_y, z, x, y):
+    """End of a fused step loop (here and in family_kernels.py): the loop worked on local copies
+    of the sample and its fields (no aliasing with the weights); the caller's arrays get the
+    next sample and fields, so the next call starts where this one stopped."""
     state_z[:] = z
     state_x[:] = x
     state_y[:] = y
-    return -1
 
 
 # The cached kernels above have normals.py's functions and tables compiled into them.
 from solvers.generated import normal_f32 as _f32  # noqa: E402
 from solvers.sim import normals as _normals, streams as _streams  # noqa: E402
 
-numba_kernels(globals(), [_normals.__file__, _streams.__file__, _f32.__file__])
+COMPILED_IN = [_normals.__file__, _streams.__file__, _f32.__file__]
+numba_kernels(globals(), COMPILED_IN)

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .base import Figure, check, slope
-from .style import ALPHA, EPS, panels, save, style
+from .style import ALPHA, EPS, one_panel, panels, save, style
 
 
 def _spec(p, act, noise=0.0, schedule=None):
@@ -66,14 +66,12 @@ def f1_compute(p, piece):
 
 
 def f1_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=5.6)
+    def draw(ax):
         for j, act in enumerate(p["acts"]):
             _draw(ax, d[act], f"C{j}", act)
         ax.set(xlabel=ALPHA, ylabel=EPS,
                title=f"K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, N = {p['N']}")
-        ax.legend()
-        return [save(fig, out / "figF1.png", small=small)]
+    return one_panel(out, "figF1.png", small=small, width=5.6, draw=draw)
 
 
 def f1_checks(d, p):
@@ -134,8 +132,7 @@ def f2_compute(p, piece):
 
 
 def f2_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=5.6)
+    def draw(ax):
         for j, s in enumerate(p["noises"]):
             r = d[str(s)]
             _draw(ax, r, f"C{j}", f"noise {s:g}")
@@ -144,8 +141,8 @@ def f2_plot(d, p, out, small):
                 ax.axhline(per * s, color=f"C{j}", ls=":", lw=0.9)
         ax.set(xlabel=ALPHA, ylabel=EPS,
                title=f"erf, K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, N = {p['N']}")
-        ax.legend()
-        return [save(fig, out / "figF2.png", small=small, note="dotted: the floor of SGD linearised about the teacher")]
+    return one_panel(out, "figF2.png", small=small, width=5.6, draw=draw,
+                     note="dotted: the floor of SGD linearised about the teacher")
 
 
 def f2_checks(d, p):
@@ -315,8 +312,7 @@ def f4_compute(p, piece):
 
 
 def f4_plot(d, p, out, small):
-    with style() as plt:
-        fig, (ax,) = panels(plt, 1, width=5.6)
+    def draw(ax):
         for j, q in enumerate(p["ps"]):
             _draw(ax, d[_sched_key(q)], f"C{j}", _sched_label(q, p["alpha0"]))
         if 0 in p["ps"] and p.get("noise", 0.0) > 0:
@@ -325,9 +321,8 @@ def f4_plot(d, p, out, small):
         ax.set(xlabel=ALPHA, ylabel=EPS,
                title=f"erf, K = M = {p['K']}, L = {p['L']}, β = {p['beta']}, η = {p['eta']}, "
                      f"noise {p.get('noise', 0.0):g}, N = {p['N']}")
-        ax.legend()
-        return [save(fig, out / "figF4.png", small=small,
-                     note="dotted: the constant-η label-noise floor of SGD linearised about the teacher")]
+    return one_panel(out, "figF4.png", small=small, width=5.6, draw=draw,
+                     note="dotted: the constant-η label-noise floor of SGD linearised about the teacher")
 
 
 def f4_checks(d, p):

@@ -29,9 +29,35 @@ ACT = "tanh"
 
 # ---- O1: learning curves vs α for three step sizes ----------------------------------------------
 
+def _mei_montanari(mu1, m2, target, points, ridge):
+    """Mei & Montanari's ε_g of ridge on random features whose activation has the constants
+    (μ1, E σ²) = (mu1, m2), against the activation ``target``, at each (β, α) of ``points``."""
+    from solvers.theory.onestep import mei_montanari as MM
+    ct = target.constants()
+    return [float(MM.test_error(mu1, m2, ct["mu1_star"], ct["m2"], b, a, ridge)) for b, a in points]
+
+
+def _against_mei_montanari(out, name, small, x, curves, mm, mm_label, extra, **axes):
+    """One panel: the sRF theory's curves ``(label, values)`` in C0, C1, …, Mei–Montanari's
+    closed form dotted, then ``extra(ax)`` (reference lines) and the axes' settings."""
+    def draw(ax):
+        for j, (lab, y) in enumerate(curves):
+            ax.plot(x, y, f"C{j}-", label=lab)
+        ax.plot(x, mm, "k:", lw=1.2, label=mm_label)
+        extra(ax)
+        ax.set(**axes)
+    return one_panel(out, name, small=small, width=6.4, draw=draw)
+
+
+def _mei_montanari_check(what, rf, mm, bound, ref):
+    """The check of a random-features curve ``rf`` against Mei–Montanari's ``mm``: the largest
+    relative deviation below ``bound`` (a number as text, as the record shows it)."""
+    dev = float(np.max(np.abs(np.asarray(rf) / np.asarray(mm) - 1)))
+    return check(f"{what}, max rel. dev.", dev, f"< {bound}", dev < float(bound), tol=f"< {bound}", ref=ref)
+
+
 def o1_compute(p, piece):
     from solvers.theory.onestep import Setup, curve
-    from solvers.theory.onestep import mei_montanari as MM
     from solvers.theory.onestep.simulate import repeat
     grid = np.geomspace(p["a_lo"], p["a_hi"], p["n_alpha"])
     out = {"grid": grid.tolist()}
@@ -53,9 +79,9 @@ def o1_compute(p, piece):
                                         theory),
                         "sim": piece(f"sim-a0{a0}", key | {k: p[k] for k in ("d", "seeds", "sim_alpha")}, sim)}
     st0 = Setup(ACT, ACT, 0.0, p["eta"], 1.0, p["ridge"])
-    cs, ct = st0.student_act.constants(), st0.target_act.constants()
-    out["mei_montanari"] = [float(MM.test_error(cs["mu1"], cs["m2"], ct["mu1_star"], ct["m2"], 1.0, a,
-                                                p["ridge"])) for a in grid]
+    cs = st0.student_act.constants()
+    out["mei_montanari"] = _mei_montanari(cs["mu1"], cs["m2"], st0.target_act, [(1.0, a) for a in grid],
+                                          p["ridge"])
     return out
 
 
@@ -79,12 +105,10 @@ def o1_plot(d, p, out, small):
 def o1_checks(d, p):
     out = []
     rf = np.asarray(d[str(p["alpha0s"][0])]["theory"]["eps_g"])       # α0 = 0 comes first
-    mm = np.asarray(d["mei_montanari"])
-    dev = float(np.max(np.abs(rf / mm - 1)))
-    out.append(check("α0 = 0: sRF fixed point vs Mei–Montanari closed form, max rel. dev.", dev, "< 1e-8",
-                     dev < 1e-8, tol="< 1e-8",
-                     ref="Mei & Montanari's random-features ridge formula (an independent derivation); the two "
-                         "float64 routes are ~1e-13 apart, 1e-8 leaves room near the interpolation peak"))
+    out.append(_mei_montanari_check(
+        "α0 = 0: sRF fixed point vs Mei–Montanari closed form", rf, d["mei_montanari"], "1e-8",
+        ref="Mei & Montanari's random-features ridge formula (an independent derivation); the two "
+            "float64 routes are ~1e-13 apart, 1e-8 leaves room near the interpolation peak"))
     base = d[str(p["alpha0s"][0])]["theory"]["baseline"]
     out.append(check("α0 = 0: ε_g ≥ best linear baseline at every α (min ε_g − baseline)",
                      float(np.min(rf - base)), "≥ 0", bool(np.min(rf - base) >= -1e-12),
@@ -280,7 +304,6 @@ def _rf_constants(c):
 
 def o3_compute(p, piece):
     from solvers.theory.onestep import Setup, solve, tables
-    from solvers.theory.onestep import mei_montanari as MM
     from solvers.theory.onestep.bounds import lower
     grid = np.geomspace(p["a_lo"], p["a_hi"], p["n_alpha"])
     st = Setup(ACT, ACT, p["alpha0"], p["eta"], p["beta"], p["ridge"])
@@ -297,39 +320,34 @@ def o3_compute(p, piece):
 
     def mm():
         mu1, m2 = _rf_constants(c)
-        ct = st.target_act.constants()
-        return {"eps_g": [float(MM.test_error(mu1, m2, ct["mu1_star"], ct["m2"], p["beta"], a, p["ridge"]))
-                          for a in grid], "mu1_c": mu1, "m2_c": m2}
+        return {"eps_g": _mei_montanari(mu1, m2, st.target_act, [(p["beta"], a) for a in grid], p["ridge"]),
+                "mu1_c": mu1, "m2_c": m2}
     out["mei_montanari"] = piece("mei-montanari", key, mm)
     out["baseline"] = float(st.target_act.constants()["m2"] - st.target_act.constants()["mu1_star"] ** 2)
     return out
 
 
 def o3_plot(d, p, out, small):
-    def draw(ax):
-        g = d["grid"]
-        for j, r in enumerate(p["rs"]):
-            lab = "r = 0 (random features, bulk c)" if r == 0 else f"r = {r:g}"
-            ax.plot(g, d[str(r)]["eps_g"], f"C{j}-", label=lab)
-        ax.plot(g, d["mei_montanari"]["eps_g"], "k:", lw=1.2, label="Mei–Montanari, σ(√c ·) (r = 0)")
-        ax.axhline(d["baseline"], color="0.4", ls="--", lw=0.9, label="best linear predictor")
-        ax.set(xlabel=ALPHA + " = n/d", ylabel=EPS, yscale="log",
-               title=f"sRF theory, tanh/tanh: spike r at γ = {d['gamma']:.3f}, c = {d['c']:.3f}, "
-                     f"β = {p['beta']:g}, λ = {p['ridge']:g}\n(one step with α0 = {p['alpha0']:g}, "
-                     f"η = {p['eta']:g} gives r = {d['r_step']:.3f})")
-    return one_panel(out, "figO3.png", small=small, width=6.4, draw=draw)
+    curves = [("r = 0 (random features, bulk c)" if r == 0 else f"r = {r:g}", d[str(r)]["eps_g"])
+              for r in p["rs"]]
+    return _against_mei_montanari(
+        out, "figO3.png", small, d["grid"], curves, d["mei_montanari"]["eps_g"],
+        "Mei–Montanari, σ(√c ·) (r = 0)",
+        lambda ax: ax.axhline(d["baseline"], color="0.4", ls="--", lw=0.9, label="best linear predictor"),
+        xlabel=ALPHA + " = n/d", ylabel=EPS, yscale="log",
+        title=f"sRF theory, tanh/tanh: spike r at γ = {d['gamma']:.3f}, c = {d['c']:.3f}, "
+              f"β = {p['beta']:g}, λ = {p['ridge']:g}\n(one step with α0 = {p['alpha0']:g}, "
+              f"η = {p['eta']:g} gives r = {d['r_step']:.3f})")
 
 
 def o3_checks(d, p):
     out = []
-    rf = np.asarray(d[str(p["rs"][0])]["eps_g"])                    # r = 0 comes first
-    mm = np.asarray(d["mei_montanari"]["eps_g"])
-    dev = float(np.max(np.abs(rf / mm - 1)))
-    out.append(check("r = 0: sRF fixed point (bulk c) vs Mei–Montanari with σ(√c ·), max rel. dev.", dev,
-                     "< 1e-10", dev < 1e-10, tol="< 1e-10",
-                     ref="Mei & Montanari's random-features formula with the constants of tanh(√c z) by "
-                         "adaptive quadrature (scipy.quad, 1e-14): a separate derivation and separate "
-                         "integrals; both routes are float64 with residuals ~1e-12 and below"))
+    out.append(_mei_montanari_check(
+        "r = 0: sRF fixed point (bulk c) vs Mei–Montanari with σ(√c ·)", d[str(p["rs"][0])]["eps_g"],
+        d["mei_montanari"]["eps_g"], "1e-10",                        # r = 0 comes first
+        ref="Mei & Montanari's random-features formula with the constants of tanh(√c z) by "
+            "adaptive quadrature (scipy.quad, 1e-14): a separate derivation and separate "
+            "integrals; both routes are float64 with residuals ~1e-12 and below"))
     worst = min(float(np.min(np.asarray(d[str(r)]["eps_g"]) - d[str(r)]["lower"])) for r in p["rs"])
     out.append(check("every r: ε_g − span lower bound at every α (min)", worst, "≥ 0", worst >= -1e-12,
                      tol="≥ −1e-12 (float64 rounding)",
@@ -375,7 +393,6 @@ def _lagrange_at_zero(xs, ys):
 
 def o4_compute(p, piece):
     from solvers.theory.onestep import Setup, solve
-    from solvers.theory.onestep import mei_montanari as MM
     betas = np.unique(np.concatenate([np.geomspace(p["b_lo"], p["b_hi"], p["n_beta"]), [1.0]]))
     centres = [1.0] + list(p["controls"])
     sten = {str(b0): [b0 * math.exp(k * p["h"]) for k in (0,) + STENCIL] for b0 in centres}
@@ -390,38 +407,34 @@ def o4_compute(p, piece):
                                                             "h", "controls")} | {"alpha0": a0}, one)
 
     def mm():
-        mu1, m2 = _rf_constants(1.0)
-        ct = Setup(ACT, ACT, 0.0).target_act.constants()
-        return [float(MM.test_error(mu1, m2, ct["mu1_star"], ct["m2"], b, p["alpha"], p["ridge"]))
-                for b in betas]
+        return _mei_montanari(*_rf_constants(1.0), Setup(ACT, ACT, 0.0).target_act,
+                              [(b, p["alpha"]) for b in betas], p["ridge"])
     out["mei_montanari"] = piece("mei-montanari", {k: p[k] for k in ("ridge", "alpha", "b_lo", "b_hi",
                                                                      "n_beta")}, mm)
     return out
 
 
 def o4_plot(d, p, out, small):
-    def draw(ax):
-        b = d["betas"]
-        for j, a0 in enumerate(p["alpha0s"]):
-            lab = "α0 = 0 (random features)" if a0 == 0 else f"α0 = {a0:g}"
-            ax.plot(b, d[str(a0)]["eps_g"], f"C{j}-", label=f"{lab}: sRF theory")
-        ax.plot(b, d["mei_montanari"], "k:", lw=1.2, label="Mei–Montanari closed form (α0 = 0)")
+    curves = [(("α0 = 0 (random features)" if a0 == 0 else f"α0 = {a0:g}") + ": sRF theory",
+               d[str(a0)]["eps_g"]) for a0 in p["alpha0s"]]
+
+    def lines(ax):
         ax.axvline(1.0, color="0.6", lw=0.7, ls="-")
         ax.axvline(p["alpha"], color="0.6", lw=0.7, ls="--", label=f"p = n (β = α = {p['alpha']:g})")
-        ax.set(xlabel="β = p/d", ylabel=EPS, xscale="log", yscale="log",
-               title=f"sRF theory, tanh/tanh: width at α = {p['alpha']:g}, η = {p['eta']:g}, λ = {p['ridge']:g}")
-    return one_panel(out, "figO4.png", small=small, width=6.4, draw=draw)
+    return _against_mei_montanari(
+        out, "figO4.png", small, d["betas"], curves, d["mei_montanari"],
+        "Mei–Montanari closed form (α0 = 0)", lines, xlabel="β = p/d", ylabel=EPS, xscale="log",
+        yscale="log",
+        title=f"sRF theory, tanh/tanh: width at α = {p['alpha']:g}, η = {p['eta']:g}, λ = {p['ridge']:g}")
 
 
 def o4_checks(d, p):
     out = []
-    rf = np.asarray(d[str(p["alpha0s"][0])]["eps_g"])                 # α0 = 0 comes first
-    mm = np.asarray(d["mei_montanari"])
-    dev = float(np.max(np.abs(rf / mm - 1)))
-    out.append(check("α0 = 0: sRF fixed point vs Mei–Montanari at every β, max rel. dev.", dev, "< 1e-10",
-                     dev < 1e-10, tol="< 1e-10",
-                     ref="Mei & Montanari's random-features formula (constants of tanh by scipy.quad): a "
-                         "separate derivation, no Marchenko–Pastur quadrature; both float64, ~1e-13 apart"))
+    out.append(_mei_montanari_check(
+        "α0 = 0: sRF fixed point vs Mei–Montanari at every β", d[str(p["alpha0s"][0])]["eps_g"],
+        d["mei_montanari"], "1e-10",                                  # α0 = 0 comes first
+        ref="Mei & Montanari's random-features formula (constants of tanh by scipy.quad): a "
+            "separate derivation, no Marchenko–Pastur quadrature; both float64, ~1e-13 apart"))
     xs = [k * p["h"] for k in STENCIL]
     for a0 in p["alpha0s"]:
         devs = {}
