@@ -244,13 +244,15 @@ def transition_seconds(st, features) -> float:
 
 def _regime(st, res, **kw) -> dict:
     """Which features' readouts are small enough for the fixed point's Gaussian channel
-    (solvers.theory.bayes.regime); its warnings also go to stderr."""
-    import sys
+    (solvers.theory.bayes.regime); its warnings are raised as Python warnings too, which the
+    command line sums up in its one warning line (all of them are in the JSON)."""
+    import warnings
 
     from solvers.theory.bayes.regime import readout_regime
     out = readout_regime(st, res, **kw)
     for line in out["warnings"]:
-        print(f"warning: {line}", file=sys.stderr)
+        warnings.warn(f"{line} (all regime warnings: readout_regime.warnings in the JSON)",
+                      UserWarning, stacklevel=2)
     return out
 
 
