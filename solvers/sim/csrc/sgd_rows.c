@@ -109,6 +109,13 @@ static uint64_t next_raw(uint64_t *st, int lane) {
 #define GL 4
 #endif
 #define GB (8 * GL) /* bytes in a vector of GL 64-bit words */
+/* groups drawn side by side: two on AVX-512 (8 of its 32 registers hold their state; the
+ * float32 step loop measured 2 % faster than with one), one otherwise */
+#if defined(__AVX512F__)
+#define GA 2
+#else
+#define GA 1
+#endif
 typedef uint64_t gu __attribute__((vector_size(GB))); /* GL words */
 typedef uint32_t gh __attribute__((vector_size(GB))); /* their 2 GL halves */
 typedef float gf __attribute__((vector_size(GB)));    /* 2 GL floats */
@@ -314,34 +321,35 @@ static inline __attribute__((always_inline)) void draw_chunks(
     /* a local copy: *C could alias the stores below, so its coefficients would be reloaded from
      * memory in every iteration even where registers are free (AVX-512) */
     const central_t Cl = *C;
-    for (int l0 = 0; l0 < LANES; l0 += GL) {
-        glanes_t G;
-        glanes_load(&G, st, l0);
+    for (int g0 = 0; g0 < LANES; g0 += GA * GL) {
+        glanes_t G[GA];
+        for (int u = 0; u < GA; u++) glanes_load(&G[u], st, g0 + u * GL);
         uint64_t *rec = recs;
         for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
-            if (gen == GEN_F32) {
-                gu w = glanes_next(G.s);
-                gh h = (gh)w;
-                gf f = central(h, &Cl);
-                const int64_t b = a + 2 * l0;
-                const gd v0 = loadg(scale + b) * widen_lo(f), v1 = loadg(scale + b + GL) * widen_hi(f);
-                storeg(z + b, v0);
-                storeg(z + b + GL, v1);
-                *(gu_m *)(rec + l0) = w;
-                rec[33] |= (uint64_t)tail_mask(h) << (2 * l0);
-            } else {
-                for (int q = 0; q < 2; q++) {
-                    gu w = glanes_next(G.s);
-                    const int j = 16 * q + l0;
-                    uint32_t m;
-                    const gd v = loadg(scale + a + j) * zig_fast(w, &m);
-                    storeg(z + a + j, v);
-                    *(gu_m *)(rec + j) = w;
-                    rec[33] |= (uint64_t)m << j;
+            for (int u = 0; u < GA; u++) {
+                const int l0 = g0 + u * GL;
+                if (gen == GEN_F32) {
+                    gu w = glanes_next(G[u].s);
+                    gh h = (gh)w;
+                    gf f = central(h, &Cl);
+                    const int64_t b = a + 2 * l0;
+                    storeg(z + b, loadg(scale + b) * widen_lo(f));
+                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(f));
+                    *(gu_m *)(rec + l0) = w;
+                    rec[33] |= (uint64_t)tail_mask(h) << (2 * l0);
+                } else {
+                    for (int q = 0; q < 2; q++) {
+                        gu w = glanes_next(G[u].s);
+                        const int j = 16 * q + l0;
+                        uint32_t m;
+                        storeg(z + a + j, loadg(scale + a + j) * zig_fast(w, &m));
+                        *(gu_m *)(rec + j) = w;
+                        rec[33] |= (uint64_t)m << j;
+                    }
                 }
             }
         }
-        glanes_store(&G, st, l0);
+        for (int u = 0; u < GA; u++) glanes_store(&G[u], st, g0 + u * GL);
     }
 }
 
