@@ -27,7 +27,8 @@ this thread's CPU time (what one core does when the machine is shared).
    C library, set-up, records, JSON; two threads, the default on an idle 2-CPU machine) at N = 1024, K = M = 2, L = 16, alpha <= 2000 (2.05e6 steps),
    at its defaults (no ``[simulate]`` section: the default generator, "float32") and with
    ``generator = "xoshiro"`` (the ziggurat), steps / wall time, against the naive loop's rate
-   measured in the same round.
+   measured in the same round.  ``--isa native,avx2`` alternates the C kernel's instruction-set
+   paths in each round (avx2: what a CPU without AVX-512 runs, built here).
 3. Seeds x cores: 8 seeds, ``simulate_many(n_jobs=2)`` (threads) vs ``n_jobs=1`` (one after the
    other), interleaved, for both generators.  The 0.6x target is for an idle machine; the table
    shows the load.  Run it at a raised priority (``nice -n -15``, as root) when other jobs
@@ -156,7 +157,9 @@ def step_loop_table(repeat, div):
     return _best(rows)
 
 
-def whole_command(repeat, div):
+def whole_command(repeat, div, isas=("native",)):
+    """Rows per round, instruction-set path (``SCALING_ODES_CKERNEL_ISA``: "avx2" builds what an
+    AVX2-only CPU runs) and spec, each next to a naive loop of the same round."""
     exe = Path(sys.executable).with_name("scaling-odes")
     alpha_max = 2000 // div
     N, K = 1024, 2
@@ -168,13 +171,14 @@ def whole_command(repeat, div):
         specs["default"].write_text(spec_text(N, K, alpha_max))
         specs["xoshiro"].write_text(spec_text(N, K, alpha_max, '[simulate]\ngenerator = "xoshiro"\n'))
         out = Path(tmp) / "out.json"
-        for _, g in ((r, g) for r in range(repeat) for g in specs):
+        for _, isa, g in ((r, i, g) for r in range(repeat) for i in isas for g in specs):
             spec = specs[g]
+            env = {**os.environ, "SCALING_ODES_CKERNEL_ISA": isa}
             la = load1()
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run([str(exe), "simulate", str(spec), "-o", str(out), "--no-progress"],
-                           check=True)
+                           check=True, env=env)
             wall = time.perf_counter() - t0
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
@@ -185,7 +189,8 @@ def whole_command(repeat, div):
             nv = naive_simulate(seed=0, generator="numpy",
                                 **dict(_config(N, K, max(500, 20000 // div), L=16)))
             label = f"default ({res['meta']['generator']})" if g == "default" else g
-            rows.append(dict(generator=label, load=la, wall=wall, cpu=cpu, steps=steps, inner=inner,
+            rows.append(dict(generator=label, isa=isa, threads=res["meta"]["threads"], load=la,
+                             wall=wall, cpu=cpu, steps=steps, inner=inner,
                              naive=nv.steps_per_second, naive_cpu=nv.steps_per_cpu_second,
                              load_end=load1()))
     return rows
@@ -215,6 +220,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds")
     ap.add_argument("--only", choices=("steps", "command", "seeds"), action="append",
                     help="run only these parts (default: all)")
+    ap.add_argument("--isa", default="native",
+                    help="whole command: comma-separated C kernel paths to alternate "
+                         f"({', '.join(ckernel.ISA_VARIANTS)}; default native)")
     args = ap.parse_args(argv)
     div = 10 if args.quick else 1
     parts = args.only or ["steps", "command", "seeds"]
@@ -248,21 +256,26 @@ def main(argv=None):
         print()
 
     if "command" in parts:
-        rows = whole_command(args.repeat, div)
+        isas = tuple(args.isa.split(","))
+        if not set(isas) <= set(ckernel.ISA_VARIANTS):
+            ap.error(f"--isa: each of {', '.join(ckernel.ISA_VARIANTS)}")
+        rows = whole_command(args.repeat, div, isas)
         print(f"Whole command `scaling-odes simulate` (fresh process), N=1024, K=M=2, L=16, "
               f"alpha <= {2000 // div}, vs the naive per-sample loop in the same round:\n")
         # wall / wall is what a user waits; under load it favours the command, whose two threads
         # get two shares of the CPUs against the naive loop's one, so the per-CPU-second ratio
         # (the command's steps per CPU second of all its threads, set-up included, against the
         # naive loop's steps per CPU second) is printed too
-        print("| round | generator | steps | wall s | command steps/s | its step loop steps/s "
+        print("| round | path (threads) | generator | steps | wall s | command steps/s | its step loop steps/s "
               "| naive steps/s (wall \\| CPU) | command / naive (wall) | CPU s of the command "
               "| command / naive (per CPU s) | load (start-end) |")
-        print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        per_round = len(rows) // max(1, args.repeat)
         for i, r in enumerate(rows):
             rate = r["steps"] / r["wall"]
             cpu_ratio = (r["steps"] / r["cpu"]) / r["naive_cpu"]
-            print(f"| {i // 2 + 1} | {r['generator']} | {r['steps']:,} | {r['wall']:.2f} "
+            print(f"| {i // per_round + 1} | {r['isa']} ({r['threads']}) | {r['generator']} "
+                  f"| {r['steps']:,} | {r['wall']:.2f} "
                   f"| {rate:,.0f} | {r['inner']:,.0f} "
                   f"| {r['naive']:,.0f} \\| {r['naive_cpu']:,.0f} | **{rate / r['naive']:.1f}x** "
                   f"| {r['cpu']:.2f} | {cpu_ratio:.1f}x "

@@ -106,6 +106,39 @@ def test_every_instruction_set_path_gives_the_numba_stream(isa):
             assert np.array_equal(st_c, st_nb), (generator, n)
 
 
+
+@needs_cc
+@pytest.mark.parametrize("isa", [v for v in ckernel.ISA_VARIANTS if v != "native"])
+def test_every_instruction_set_path_runs_the_same_steps(kernel, isa):
+    """The step loop works in vectors of 8 lanes with AVX-512 and of 4 without, but does the same
+    IEEE operations in the same order element by element (csrc/sgd_rows.c), so each path's run
+    is the native path's bit for bit, the native path being compared with the numba kernel in
+    test_trajectory_agrees_with_the_numba_kernel.  The cases cover N mod 32 != 0, a chunk that
+    is partly trainable and several rows (one thread: the cut in two threads gives the same bits
+    on any path, test_two_threads_give_the_same_bits)."""
+    try:
+        other = ckernel.variant(isa)
+    except OSError as exc:
+        pytest.fail(f"the {isa} path does not build: {exc}")
+    cases = [dict(activation="erf", K=3, M=2, N=200, L=4, beta=0.5, eta=0.3, sigma_J=0.5,
+                  alphas=[0, 1, 1.5], n_trainable=117, untrainable="frozen"),
+             {**CASES["erf K5 M4 N96"], "alphas": [0, 2]}]
+    saved = dict(ckernel._state)
+    try:
+        for case in cases:
+            for generator in ("xoshiro", "float32"):
+                kw = {**case, "generator": generator, "threads": 1}
+                runs = []
+                for k in (kernel, other):
+                    ckernel._state["kernel"] = k
+                    runs.append(simulate(seed=4, **kw))
+                for f in ("J_final", "R1", "Q1", "eps_g"):
+                    assert np.array_equal(getattr(runs[0], f), getattr(runs[1], f)), \
+                        (case["N"], generator, f)
+    finally:
+        ckernel._state.clear()
+        ckernel._state.update(saved)
+
 CASES = {
     "erf K2 M3 N32": dict(activation="erf", K=2, M=3, N=32, L=4, beta=1.0, eta=0.5,
                           sigma_J=0.3, alphas=[0, 1, 40]),

@@ -7,9 +7,14 @@
  *
  * Why C: at N = 1024, K = M = 2 a step costs about a nanosecond per coordinate, so what
  * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
- * stored, the rows are updated with the current sample and both fields of the next one are
- * summed while the new normals are still in registers: one pass over J, B, z per step instead
- * of three.  And the command that runs it does not start numba (about 0.9 s of fixed cost).
+ * stored a block of BLOCK coordinates at a time, then the block's rows are updated with the
+ * current sample and both fields of the next one are summed while the block is in L1: one pass
+ * over J, B, z per step instead of three.  The draw runs the generator's lanes a vector register
+ * at a time (GL below), so it does not spill on AVX2's 16 registers.  And the command that runs
+ * it does not start numba (about 0.9 s of fixed cost).
+ *
+ * Every instruction-set path (AVX-512, AVX2 + FMA, plain C) does the same IEEE operations in the
+ * same order element by element, so a run gives the same bits on each.
  *
  * The streams are those of solvers/sim/normals.py, bit for bit (tests/test_ckernel.py):
  *   GEN_ZIG  ("xoshiro")  one 64-bit word per normal, ziggurat: the same integer fast-path
@@ -32,19 +37,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
 #define LANES 16
 #define SROW (LANES + 1) /* a state row: LANES vector lanes and the repair lane */
 #define CHUNK 32         /* normals per block: one 64-bit word from each lane, two halves */
-#define REC 34           /* per block with a word to redo: its <= 32 words, offset, mask */
+#define REC 34           /* a block's record: its <= 32 words, offset, mask of words to redo */
+#ifndef BLOCK
+#define BLOCK 256        /* coordinates drawn, then updated, at a time */
+#endif
 
-typedef uint64_t v8u __attribute__((vector_size(64), aligned(8)));
-typedef uint32_t v16u __attribute__((vector_size(64), aligned(8)));
-typedef float v16f __attribute__((vector_size(64), aligned(8)));
-typedef float v8f __attribute__((vector_size(32), aligned(8)));
 typedef double v8d __attribute__((vector_size(64), aligned(8)));
 
 enum { GEN_ZIG = 1, GEN_F32 = 2 }; /* the codes of solvers/sim/simulate.py's _GEN_CODE */
@@ -84,7 +88,6 @@ int sgd_init(const float *p, const float *q, int ncentral, const double *g, int 
 /* ---- xoshiro256++ ---------------------------------------------------------------------- */
 
 static inline uint64_t rotl1(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-static inline v8u rotl8(v8u x, int k) { return (x << k) | (x >> (64 - k)); }
 
 static uint64_t next_raw(uint64_t *st, int lane) {
     uint64_t s0 = st[lane], s1 = st[SROW + lane], s2 = st[2 * SROW + lane], s3 = st[3 * SROW + lane];
@@ -94,81 +97,109 @@ static uint64_t next_raw(uint64_t *st, int lane) {
     return out;
 }
 
-typedef struct { v8u s[2][4]; } lanes_t; /* lanes 0-7 and 8-15, state words 0-3 */
+/* The generator runs a group of GL lanes at a time, one vector register per state word: GL = 8
+ * (a zmm register) with AVX-512, 4 (a ymm register) otherwise.  A group runs through all the
+ * chunks of a block before the next group starts, so only its 4 state vectors stay in registers
+ * beside the transform.  (With all 16 lanes held at once, AVX2's 16 ymm registers held the state
+ * alone and the transform spilled to the stack: the step loop ran at a quarter of the AVX-512
+ * rate on the same CPU.) */
+#if defined(__AVX512F__)
+#define GL 8
+#else
+#define GL 4
+#endif
+#define GB (8 * GL) /* bytes in a vector of GL 64-bit words */
+/* groups drawn side by side: two on AVX-512 (8 of its 32 registers hold their state; the
+ * float32 step loop measured 2 % faster than with one), one otherwise */
+#if defined(__AVX512F__)
+#define GA 2
+#else
+#define GA 1
+#endif
+typedef uint64_t gu __attribute__((vector_size(GB))); /* GL words */
+typedef uint32_t gh __attribute__((vector_size(GB))); /* their 2 GL halves */
+typedef float gf __attribute__((vector_size(GB)));    /* 2 GL floats */
+typedef double gd __attribute__((vector_size(GB)));   /* GL doubles */
+/* the same in memory at any 8-byte boundary (a memcpy of the types above into a local went
+ * through the stack in 16-byte pieces on AVX2) */
+typedef uint64_t gu_m __attribute__((vector_size(GB), aligned(8)));
+typedef uint32_t gh_m __attribute__((vector_size(GB), aligned(4)));
+typedef double gd_m __attribute__((vector_size(GB), aligned(8)));
+#if GL == 8
+#define GLO(v) __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)
+#define GHI(v) __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)
+#else
+#define GLO(v) __builtin_shufflevector(v, v, 0, 1, 2, 3)
+#define GHI(v) __builtin_shufflevector(v, v, 4, 5, 6, 7)
+#endif
 
-static inline void lanes_load(lanes_t *L, const uint64_t *st) {
-    for (int g = 0; g < 2; g++)
-        for (int w = 0; w < 4; w++) memcpy(&L->s[g][w], st + w * SROW + 8 * g, 64);
+typedef struct { gu s[4]; } glanes_t; /* lanes l0 .. l0 + GL - 1, state words 0-3 */
+
+static inline void glanes_load(glanes_t *G, const uint64_t *st, int l0) {
+    for (int w = 0; w < 4; w++) G->s[w] = *(const gu_m *)(st + w * SROW + l0);
 }
 
-static inline void lanes_store(const lanes_t *L, uint64_t *st) {
-    for (int g = 0; g < 2; g++)
-        for (int w = 0; w < 4; w++) memcpy(st + w * SROW + 8 * g, &L->s[g][w], 64);
+static inline void glanes_store(const glanes_t *G, uint64_t *st, int l0) {
+    for (int w = 0; w < 4; w++) *(gu_m *)(st + w * SROW + l0) = G->s[w];
 }
 
-static inline v8u lanes_next(v8u *s) {
-    v8u out = rotl8(s[0] + s[3], 23) + s[0], t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl8(s[3], 45);
+static inline gu rotlg(gu x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline gu glanes_next(gu *s) {
+    gu out = rotlg(s[0] + s[3], 23) + s[0], t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotlg(s[3], 45);
     return out;
 }
 
+static inline gd loadg(const double *p) { return *(const gd_m *)p; }
+static inline void storeg(double *p, gd v) { *(gd_m *)p = v; }
+
 /* ---- the float32 inverse CDF ------------------------------------------------------------- */
 
-/* the halves of a 16-lane vector, in registers (no round trip through memory) */
-#define LO8(v) __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)
-#define HI8(v) __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15)
-
-static inline v16f vfma(v16f a, v16f b, v16f c) {
+static inline gf vfma(gf a, gf b, gf c) {
 #if defined(__AVX512F__)
-    return (v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    return (gf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
 #elif defined(__AVX2__) && defined(__FMA__)
-    /* Without AVX-512 GCC leaves the element loop below as 16 scalar fmaf calls: two 256-bit
-     * fused multiply-adds give the same roundings (measured 4x more steps/s on AVX2 alone). */
-    v8f lo = (v8f)_mm256_fmadd_ps((__m256)LO8(a), (__m256)LO8(b), (__m256)LO8(c));
-    v8f hi = (v8f)_mm256_fmadd_ps((__m256)HI8(a), (__m256)HI8(b), (__m256)HI8(c));
-    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* GCC leaves the element loop below as scalar fmaf calls without AVX-512 */
+    return (gf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
 #else
-    v16f r;
-    for (int i = 0; i < 16; i++) r[i] = fmaf(a[i], b[i], c[i]);
+    gf r;
+    for (int i = 0; i < 2 * GL; i++) r[i] = fmaf(a[i], b[i], c[i]);
     return r;
 #endif
 }
 
-static inline v16f splat16(float c) { return (v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c}; }
-
-/* the central rational function's coefficients, broadcast once per call (kept in registers) */
-typedef struct { v16f p[CDEG + 1], q[CDEG + 1]; } central_t;
+/* the central rational function's coefficients, broadcast once per call */
+typedef struct { gf p[CDEG + 1], q[CDEG + 1]; } central_t;
 
 static inline void central_load(central_t *C) {
-    for (int j = 0; j <= CDEG; j++) { C->p[j] = splat16(CP[j]); C->q[j] = splat16(CQ[j]); }
+    for (int j = 0; j <= CDEG; j++) { C->p[j] = (gf){0} + CP[j]; C->q[j] = (gf){0} + CQ[j]; }
 }
 
 /* u = (h >> 9) 2^-23 + 2^-24, z = sign(bit 8) u P(y)/Q(y), y = (1 - u)(1 + u) */
-static inline v16f central(v16u h, const central_t *C) {
-    v16f u = (v16f)((h >> 9) | 0x3F800000u) - 1.0f;
-    u = u + 0x1p-24f;
-    v16f y = (1.0f - u) * (1.0f + u);
-    v16f P = C->p[CDEG], Q = C->q[CDEG];
+static inline gf central(gh h, const central_t *C) {
+    /* x - 1 is exact for x in [1, 2), so x - (1 - 2^-24) rounds (x - 1) + 2^-24 as two steps
+     * would: one operation fewer, the same bits */
+    gf u = (gf)((h >> 9) | 0x3F800000u) - (1.0f - 0x1p-24f);
+    gf y = (1.0f - u) * (1.0f + u);
+    gf P = C->p[CDEG], Q = C->q[CDEG];
     for (int j = CDEG - 1; j >= 0; j--) { P = vfma(P, y, C->p[j]); Q = vfma(Q, y, C->q[j]); }
-    v16f r = u * (P / Q);
-    return (v16f)((v16u)r ^ ((h << 23) & 0x80000000u));
+    gf r = u * (P / Q);
+    return (gf)((gh)r ^ ((h << 23) & 0x80000000u));
 }
 
-static inline uint32_t tail_mask(v16u h) {
+/* bit j set where half j >= H_TAIL (its normal is a tail, redone in float64) */
+static inline uint32_t tail_mask(gh h) {
 #if defined(__AVX512F__)
     return (uint32_t)_mm512_cmpge_epu32_mask((__m512i)h, _mm512_set1_epi32((int)H_TAIL));
 #elif defined(__AVX2__)
     /* unsigned h >= t  <=>  max(h, t) == h */
-    __m256i t = _mm256_set1_epi32((int)H_TAIL);
-    __m256i lo = (__m256i)LO8(h), hi = (__m256i)HI8(h);
-    uint32_t ml = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(
-        _mm256_cmpeq_epi32(_mm256_max_epu32(lo, t), lo)));
-    uint32_t mh = (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(
-        _mm256_cmpeq_epi32(_mm256_max_epu32(hi, t), hi)));
-    return ml | (mh << 8);
+    __m256i hi = (__m256i)h;
+    return (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_max_epu32(hi, _mm256_set1_epi32((int)H_TAIL)), hi)));
 #else
     uint32_t m = 0;
-    for (int i = 0; i < 16; i++) m |= (uint32_t)(h[i] >= H_TAIL) << i;
+    for (int i = 0; i < 2 * GL; i++) m |= (uint32_t)(h[i] >= H_TAIL) << i;
     return m;
 #endif
 }
@@ -191,14 +222,20 @@ static void tail_values8(const uint32_t *h, double *out, int64_t n) {
     for (int l = 0; l < 8; l++) out[l] = ((h[l] >> 8) & 1u) ? -v[l] : v[l];
 }
 
-static inline v8d widen_lo(v16f f) {
-    return __builtin_convertvector(__builtin_shufflevector(f, f, 0, 1, 2, 3, 4, 5, 6, 7), v8d);
+#if GL == 8
+/* (GCC's generic conversion goes through four ymm conversions and shuffles) */
+static inline gd widen_lo(gf f) { return (gd)_mm512_cvtps_pd(_mm512_castps512_ps256((__m512)f)); }
+static inline gd widen_hi(gf f) {
+    return (gd)_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd((__m512)f), 1)));
 }
-static inline v8d widen_hi(v16f f) {
-    return __builtin_convertvector(__builtin_shufflevector(f, f, 8, 9, 10, 11, 12, 13, 14, 15), v8d);
-}
-static inline v8d load8(const double *p) { v8d v; memcpy(&v, p, 64); return v; }
-static inline void store8(double *p, v8d v) { memcpy(p, &v, 64); }
+#elif defined(__AVX__)
+/* (GCC's generic conversion goes through xmm registers) */
+static inline gd widen_lo(gf f) { return (gd)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)f)); }
+static inline gd widen_hi(gf f) { return (gd)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)f, 1)); }
+#else
+static inline gd widen_lo(gf f) { return __builtin_convertvector(GLO(f), gd); }
+static inline gd widen_hi(gf f) { return __builtin_convertvector(GHI(f), gd); }
+#endif
 
 /* ---- the ziggurat ------------------------------------------------------------------------ */
 
@@ -237,84 +274,97 @@ static double zig_slow(uint64_t *st, uint64_t b) {
     }
 }
 
-/* fast path of 8 words: value (b >> 12) WS[b & 0x1FF] and the mask of rejected words */
-static inline v8d zig_fast(v8u b, uint32_t *rejected) {
-    v8u r = b >> 12;
+/* fast path of GL words: value (b >> 12) WS[b & 0x1FF] and the mask of rejected words */
+static inline gd zig_fast(gu b, uint32_t *rejected) {
+    gu r = b >> 12;
 #if defined(__AVX512F__)
     __m512i bi = (__m512i)b;
     __m512i ki = _mm512_i64gather_epi64(_mm512_and_si512(bi, _mm512_set1_epi64(0xFF)), ZKI, 8);
     __m512d ws = _mm512_i64gather_pd(_mm512_and_si512(bi, _mm512_set1_epi64(0x1FF)), ZWS, 8);
     *rejected = (uint32_t)_mm512_cmpge_epu64_mask((__m512i)r, ki);
-    return __builtin_convertvector(r, v8d) * (v8d)ws;
+    return __builtin_convertvector(r, gd) * (gd)ws;
 #elif defined(__AVX2__)
-    /* Four words a half.  r < 2^52 and the thresholds too, so the signed 64-bit compare is the
-     * unsigned one, and r converts exactly as the mantissa of 2^52 + r (AVX2 has no unsigned
-     * 64-bit to double conversion; GCC would convert lane by lane). */
-    __m256i half[2] = {(__m256i)__builtin_shufflevector(b, b, 0, 1, 2, 3),
-                       (__m256i)__builtin_shufflevector(b, b, 4, 5, 6, 7)};
-    __m256d v[2];
-    uint32_t m = 0;
-    for (int g = 0; g < 2; g++) {
-        __m256i bi = half[g], ri = _mm256_srli_epi64(bi, 12);
-        __m256i ki = _mm256_i64gather_epi64((const long long *)ZKI,
-                                            _mm256_and_si256(bi, _mm256_set1_epi64x(0xFF)), 8);
-        __m256d ws = _mm256_i64gather_pd(ZWS, _mm256_and_si256(bi, _mm256_set1_epi64x(0x1FF)), 8);
-        m |= (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(ki, ri))) << (4 * g);
-        __m256d big = _mm256_set1_pd(0x1p52);
-        __m256d rd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(ri, _mm256_castpd_si256(big))), big);
-        v[g] = _mm256_mul_pd(rd, ws);
-    }
-    *rejected = m ^ 0xFFu;
-    typedef double v4d __attribute__((vector_size(32)));
-    return __builtin_shufflevector((v4d)v[0], (v4d)v[1], 0, 1, 2, 3, 4, 5, 6, 7);
+    /* r < 2^52 and the thresholds too, so the signed 64-bit compare is the unsigned one, and r
+     * converts exactly as the mantissa of 2^52 + r (AVX2 has no unsigned 64-bit to double
+     * conversion; GCC would convert lane by lane). */
+    __m256i bi = (__m256i)b, ri = (__m256i)r;
+    __m256i ki = _mm256_i64gather_epi64((const long long *)ZKI,
+                                        _mm256_and_si256(bi, _mm256_set1_epi64x(0xFF)), 8);
+    __m256d ws = _mm256_i64gather_pd(ZWS, _mm256_and_si256(bi, _mm256_set1_epi64x(0x1FF)), 8);
+    *rejected = (uint32_t)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(ki, ri))) ^ 0xFu;
+    __m256d big = _mm256_set1_pd(0x1p52);
+    __m256d rd = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(ri, _mm256_castpd_si256(big))), big);
+    return (gd)_mm256_mul_pd(rd, ws);
 #else
-    v8d ws;
+    gd ws;
     uint32_t m = 0;
-    for (int l = 0; l < 8; l++) {
+    for (int l = 0; l < GL; l++) {
         ws[l] = ZWS[b[l] & 0x1FF];
         m |= (uint32_t)(r[l] >= ZKI[b[l] & 0xFF]) << l;
     }
     *rejected = m;
-    return __builtin_convertvector(r, v8d) * ws;
+    return __builtin_convertvector(r, gd) * ws;
 #endif
 }
 
-/* ---- drawing a block of 32 normals -------------------------------------------------------- */
+/* ---- drawing blocks of 32 normals ---------------------------------------------------------- */
 
-/* The next 32 normals of the stream, scaled, into w[0..3]; words whose value is not final are
- * flagged in the returned mask, and the block's words are copied to rec[0..31] (GEN_ZIG: 32
- * words; GEN_F32: 16 words = 32 halves). */
-static inline __attribute__((always_inline)) uint32_t draw32(int gen, lanes_t *L,
-        const central_t *C, const double *scale, v8d *w, uint64_t *rec) {
-    if (gen == GEN_F32) {
-        v8u wa = lanes_next(L->s[0]), wb = lanes_next(L->s[1]);
-        v16u ha = (v16u)wa, hb = (v16u)wb;
-        v16f fa = central(ha, C), fb = central(hb, C);
-        w[0] = load8(scale) * widen_lo(fa);
-        w[1] = load8(scale + 8) * widen_hi(fa);
-        w[2] = load8(scale + 16) * widen_lo(fb);
-        w[3] = load8(scale + 24) * widen_hi(fb);
-        memcpy(rec, &wa, 64);
-        memcpy(rec + 8, &wb, 64);
-        return tail_mask(ha) | (tail_mask(hb) << 16);
-    } else {
-        v8u b0 = lanes_next(L->s[0]), b1 = lanes_next(L->s[1]);
-        v8u b2 = lanes_next(L->s[0]), b3 = lanes_next(L->s[1]);
-        uint32_t m0, m1, m2, m3;
-        w[0] = load8(scale) * zig_fast(b0, &m0);
-        w[1] = load8(scale + 8) * zig_fast(b1, &m1);
-        w[2] = load8(scale + 16) * zig_fast(b2, &m2);
-        w[3] = load8(scale + 24) * zig_fast(b3, &m3);
-        memcpy(rec, &b0, 64);
-        memcpy(rec + 8, &b1, 64);
-        memcpy(rec + 16, &b2, 64);
-        memcpy(rec + 24, &b3, 64);
-        return m0 | (m1 << 8) | (m2 << 16) | (m3 << 24);
+/* The next normals of the stream for the chunks at positions a0, a0 + 32, ... < a1, scaled,
+ * into z[a0 .. a1).  Chunk k's 32 words go to its record
+ * recs + REC k (GEN_ZIG: 32 words, word j for position j; GEN_F32: 16 words, half j for
+ * position j), and the mask of its words whose value is not final is OR'd into rec[33], which
+ * the caller zeroed.  Lane l gives the chunk's halves 2l, 2l + 1 (GEN_F32) or its words l,
+ * 16 + l (GEN_ZIG). */
+static inline __attribute__((always_inline)) void draw_chunks(
+        int gen, uint64_t *st, const central_t *C, const double *scale, double *z, int64_t a0,
+        int64_t a1, uint64_t *recs) {
+    /* a local copy: *C could alias the stores below, so its coefficients would be reloaded from
+     * memory in every iteration even where registers are free (AVX-512) */
+    const central_t Cl = *C;
+    for (int g0 = 0; g0 < LANES; g0 += GA * GL) {
+        glanes_t G[GA];
+        for (int u = 0; u < GA; u++) glanes_load(&G[u], st, g0 + u * GL);
+        uint64_t *rec = recs;
+        for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
+            for (int u = 0; u < GA; u++) {
+                const int l0 = g0 + u * GL;
+                if (gen == GEN_F32) {
+                    gu w = glanes_next(G[u].s);
+                    gh h = (gh)w;
+                    gf f = central(h, &Cl);
+                    const int64_t b = a + 2 * l0;
+                    storeg(z + b, loadg(scale + b) * widen_lo(f));
+                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(f));
+                    *(gu_m *)(rec + l0) = w;
+                    rec[33] |= (uint64_t)tail_mask(h) << (2 * l0);
+                } else {
+                    for (int q = 0; q < 2; q++) {
+                        gu w = glanes_next(G[u].s);
+                        const int j = 16 * q + l0;
+                        uint32_t m;
+                        storeg(z + a + j, loadg(scale + a + j) * zig_fast(w, &m));
+                        *(gu_m *)(rec + j) = w;
+                        rec[33] |= (uint64_t)m << j;
+                    }
+                }
+            }
+        }
+        for (int u = 0; u < GA; u++) glanes_store(&G[u], st, g0 + u * GL);
     }
 }
 
+/* set up the records of the chunks at a0, a0 + 32, ... < a1 for draw_chunks; returns their number */
+static inline int64_t open_records(uint64_t *recs, int64_t a0, int64_t a1) {
+    int64_t k = 0;
+    for (int64_t a = a0; a < a1; a += CHUNK, k++) {
+        recs[REC * k + 32] = (uint64_t)a;
+        recs[REC * k + 33] = 0;
+    }
+    return k;
+}
+
 /* The last n < 32 normals of a sample (scalar lanes: the lanes must be in st), scaled, into
- * z; the flagged words are recorded as for draw32.  The words are those of normals.py's
+ * z; returns the mask of its words that are not final (the words go to rec as for draw_chunks).  The words are those of normals.py's
  * _raw_block: one per lane in lane order (GEN_ZIG), halves of ceil(n/2) words (GEN_F32). */
 static uint32_t draw_rest(int gen, uint64_t *st, const central_t *C, const double *scale,
                           double *z, int64_t n, uint64_t *rec) {
@@ -323,7 +373,7 @@ static uint32_t draw_rest(int gen, uint64_t *st, const central_t *C, const doubl
         for (int l = 0; 2 * l < n; l++) rec[l] = next_raw(st, l);
         const uint32_t *h = (const uint32_t *)rec;
         for (int j = 0; j < n; j++) {
-            z[j] = scale[j] * (double)central((v16u){0} + h[j], C)[0];
+            z[j] = scale[j] * (double)central((gh){0} + h[j], C)[0];
             m |= (uint32_t)(h[j] >= H_TAIL) << j;
         }
     } else {
@@ -386,32 +436,28 @@ static void redo_flagged(int gen, uint64_t *st, const uint64_t *recs, int64_t nr
     }
 }
 
+static inline __attribute__((always_inline)) void fill(const int gen, uint64_t *st,
+        const double *scale, double *z, int64_t n, uint64_t *recs) {
+    central_t C;
+    central_load(&C);
+    const int64_t full = n - n % CHUNK;
+    int64_t nrec = open_records(recs, 0, full);
+    draw_chunks(gen, st, &C, scale, z, 0, full, recs);
+    if (full < n) {
+        uint64_t *rec = recs + REC * nrec++;
+        rec[32] = (uint64_t)full;
+        rec[33] = draw_rest(gen, st, &C, scale + full, z + full, n - full, rec);
+    }
+    redo_flagged(gen, st, recs, nrec, scale, z, NULL);
+}
+
 /* z = scale * next n normals of the stream gen (the tests' reference: normals.py's fill_*) */
 void sgd_fill(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
               uint64_t *recs) {
-    central_t C;
-    central_load(&C);
-    lanes_t L;
-    lanes_load(&L, st);
-    int64_t a = 0, nrec = 0;
-    for (; a + CHUNK <= n; a += CHUNK) {
-        v8d w[4];
-        uint64_t *rec = recs + REC * nrec;
-        uint32_t m = draw32(gen, &L, &C, scale + a, w, rec);
-        for (int q = 0; q < 4; q++) store8(z + a + 8 * q, w[q]);
-        rec[32] = (uint64_t)a;
-        rec[33] = m;
-        nrec += (m != 0);
-    }
-    lanes_store(&L, st);
-    if (a < n) {
-        uint64_t *rec = recs + REC * nrec;
-        uint32_t m = draw_rest(gen, st, &C, scale + a, z + a, n - a, rec);
-        rec[32] = (uint64_t)a;
-        rec[33] = m;
-        nrec += (m != 0);
-    }
-    redo_flagged(gen, st, recs, nrec, scale, z, NULL);
+    if (gen == GEN_F32)
+        fill(GEN_F32, st, scale, z, n, recs);
+    else
+        fill(GEN_ZIG, st, scale, z, n, recs);
 }
 
 /* reps samples of n normals drawn into the same z, nothing else: the floor of a step's cost
@@ -429,14 +475,12 @@ void sgd_transform_f32(const uint32_t *h, double *z, int64_t n) {
     central_t C;
     central_load(&C);
     int64_t a = 0;
-    for (; a + 16 <= n; a += 16) {
-        v16u hv;
-        memcpy(&hv, h + a, 64);
-        v16f f = central(hv, &C);
-        store8(z + a, widen_lo(f));
-        store8(z + a + 8, widen_hi(f));
+    for (; a + 2 * GL <= n; a += 2 * GL) {
+        gf f = central(*(const gh_m *)(h + a), &C);
+        storeg(z + a, widen_lo(f));
+        storeg(z + a + GL, widen_hi(f));
     }
-    for (; a < n; a++) z[a] = (double)central((v16u){0} + h[a], &C)[0];
+    for (; a < n; a++) z[a] = (double)central((gh){0} + h[a], &C)[0];
     uint32_t th[8];
     int64_t tb[8];
     double tv[8];
@@ -521,10 +565,12 @@ static void spin_until(_Atomic int64_t *flag, int64_t value) {
 }
 
 /* advance the vector lanes through `chunks` blocks of 32 normals without using the words */
-static inline void skip_chunks(int gen, lanes_t *L, int64_t chunks) {
-    for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++) {
-        (void)lanes_next(L->s[0]);
-        (void)lanes_next(L->s[1]);
+static inline void skip_chunks(int gen, uint64_t *st, int64_t chunks) {
+    for (int l0 = 0; l0 < LANES; l0 += GL) {
+        glanes_t G;
+        glanes_load(&G, st, l0);
+        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++) (void)glanes_next(G.s);
+        glanes_store(&G, st, l0);
     }
 }
 
@@ -534,6 +580,45 @@ static void skip_rest(int gen, uint64_t *st, int64_t n) {
         for (int l = 0; 2 * l < n; l++) (void)next_raw(st, l);
     else
         for (int j = 0; j < n; j++) (void)next_raw(st, j % LANES);
+}
+
+/* One chunk of 32 coordinates: J_i += c_i z and acc_i += J_i zn, i < K.  acc_i holds 8
+ * partial sums (lane l: the coordinates = l mod 8), each added in the same order on every
+ * instruction-set path; the vectors are GL wide (a v8d in GCC's generic vectors went through
+ * the stack on AVX2). */
+static inline __attribute__((always_inline)) void update_chunk(
+        double *J, int64_t N, int64_t K, const double *c, const double *z, const double *zn,
+        v8d *acc) {
+    for (int o = 0; o < 8; o += GL) {
+        const gd w0 = loadg(zn + o), w1 = loadg(zn + 8 + o), w2 = loadg(zn + 16 + o),
+                 w3 = loadg(zn + 24 + o);
+        const gd z0 = loadg(z + o), z1 = loadg(z + 8 + o), z2 = loadg(z + 16 + o),
+                 z3 = loadg(z + 24 + o);
+        for (int64_t i = 0; i < K; i++) {
+            double *Ji = J + i * N + o;
+            const double ci = c[i];
+            gd j0 = loadg(Ji) + ci * z0, j1 = loadg(Ji + 8) + ci * z1;
+            gd j2 = loadg(Ji + 16) + ci * z2, j3 = loadg(Ji + 24) + ci * z3;
+            storeg(Ji, j0); storeg(Ji + 8, j1); storeg(Ji + 16, j2); storeg(Ji + 24, j3);
+            double *ai = (double *)&acc[i] + o;
+            storeg(ai, loadg(ai) + ((j0 * w0 + j1 * w1) + (j2 * w2 + j3 * w3)));
+        }
+    }
+}
+
+/* acc_n += B_n zn over one chunk, n < M (lanes as in update_chunk) */
+static inline __attribute__((always_inline)) void fields_chunk(
+        const double *B, int64_t N, int64_t M, const double *zn, v8d *acc) {
+    for (int o = 0; o < 8; o += GL) {
+        const gd w0 = loadg(zn + o), w1 = loadg(zn + 8 + o), w2 = loadg(zn + 16 + o),
+                 w3 = loadg(zn + 24 + o);
+        for (int64_t n = 0; n < M; n++) {
+            const double *Bn = B + n * N + o;
+            double *an = (double *)&acc[n] + o;
+            storeg(an, loadg(an) + ((loadg(Bn) * w0 + loadg(Bn + 8) * w1) +
+                                    (loadg(Bn + 16) * w2 + loadg(Bn + 24) * w3)));
+        }
+    }
 }
 
 /* Part p of one step: draw its normals into zn, update its coordinates of J with z, sum its
@@ -549,55 +634,39 @@ static inline __attribute__((always_inline)) int64_t part_pass(
     v8d *acc = T->acc;
     double *corr = T->corr;
     for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
-    lanes_t L;
-    lanes_load(&L, T->st);
-    if (skip && p == 1) skip_chunks(gen, &L, S->H / CHUNK);
+    if (skip && p == 1) skip_chunks(gen, T->st, S->H / CHUNK);
     int64_t nrec = 0, a = lo;
-    for (; a < hi_chunks; a += CHUNK) {
-        v8d w[4];
-        /* the record is always written and kept only if a word is flagged: no branch */
-        uint64_t *rec = T->recs + REC * nrec;
-        uint32_t m = draw32(gen, &L, C, scale + a, w, rec);
-        rec[32] = (uint64_t)a;
-        rec[33] = m;
-        nrec += (m != 0);
-        for (int q = 0; q < 4; q++) store8(zn + a + 8 * q, w[q]);
-        if (a + CHUNK <= n_tr) {
-            v8d z0 = load8(z + a), z1 = load8(z + a + 8), z2 = load8(z + a + 16), z3 = load8(z + a + 24);
-            for (int64_t i = 0; i < K; i++) {
-                double *Ji = J + i * N + a;
-                const double ci = c[i];
-                v8d j0 = load8(Ji) + ci * z0, j1 = load8(Ji + 8) + ci * z1;
-                v8d j2 = load8(Ji + 16) + ci * z2, j3 = load8(Ji + 24) + ci * z3;
-                store8(Ji, j0); store8(Ji + 8, j1); store8(Ji + 16, j2); store8(Ji + 24, j3);
-                acc[i] += (j0 * w[0] + j1 * w[1]) + (j2 * w[2] + j3 * w[3]);
-            }
-        } else {
-            for (int64_t i = 0; i < K; i++) {
-                double *Ji = J + i * N;
-                double s = 0.0;
-                for (int64_t b = a; b < a + CHUNK; b++) {
-                    if (b < n_tr) Ji[b] += c[i] * z[b];
-                    s += Ji[b] * zn[b];
+    /* A block's normals are drawn first (draw_chunks: the generator's lanes a group at a time),
+     * then its coordinates are updated and its fields summed from zn, while zn is in L1. */
+    for (int64_t a1; a < hi_chunks; a = a1) {
+        a1 = a + BLOCK < hi_chunks ? a + BLOCK : hi_chunks;
+        uint64_t *recs = T->recs + REC * nrec;
+        nrec += open_records(recs, a, a1);
+        draw_chunks(gen, T->st, C, scale, zn, a, a1, recs);
+        for (int64_t b0 = a; b0 < a1; b0 += CHUNK) {
+            if (b0 + CHUNK <= n_tr) {
+                update_chunk(J + b0, N, K, c, z + b0, zn + b0, acc);
+            } else {
+                for (int64_t i = 0; i < K; i++) {
+                    double *Ji = J + i * N;
+                    double s = 0.0;
+                    for (int64_t b = b0; b < b0 + CHUNK; b++) {
+                        if (b < n_tr) Ji[b] += c[i] * z[b];
+                        s += Ji[b] * zn[b];
+                    }
+                    corr[i] += s;
                 }
-                corr[i] += s;
             }
-        }
-        for (int64_t n = 0; n < M; n++) {
-            const double *Bn = B + n * N + a;
-            acc[K + n] += (load8(Bn) * w[0] + load8(Bn + 8) * w[1]) + (load8(Bn + 16) * w[2] + load8(Bn + 24) * w[3]);
+            fields_chunk(B + b0, N, M, zn + b0, acc + K);
         }
     }
-    if (skip && p == 0) skip_chunks(gen, &L, (N - S->H) / CHUNK);
-    lanes_store(&L, T->st);
+    if (skip && p == 0) skip_chunks(gen, T->st, (N - S->H) / CHUNK);
     int64_t rest = N - (N / CHUNK) * CHUNK;
     if (p == 1 && rest) { /* the last N mod 32 coordinates */
         a = N - rest;
-        uint64_t *rec = T->recs + REC * nrec;
-        uint32_t m = draw_rest(gen, T->st, C, scale + a, zn + a, rest, rec);
+        uint64_t *rec = T->recs + REC * nrec++;
         rec[32] = (uint64_t)a;
-        rec[33] = m;
-        nrec += (m != 0);
+        rec[33] = draw_rest(gen, T->st, C, scale + a, zn + a, rest, rec);
         for (int64_t i = 0; i < K; i++) {
             double *Ji = J + i * N;
             double s = 0.0;
