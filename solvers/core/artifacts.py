@@ -102,14 +102,15 @@ def publish(path: Path, fill: Callable[[str], None], check=None) -> Path:
     return path
 
 
-def write_module(path: Path, text: str, what: str | None = None) -> Path:
+def write_module(path: Path, text: str, what: str | None = None, code=None) -> Path:
     """Publish the module ``text`` at ``path``; with ``what``, only if it imports (callers
-    that checked the text already, e.g. in another process, pass None).  The code the check
-    compiled (under the final name) is left as the module's bytecode, so that loading the
-    module just printed does not compile it a second time: for the large modules of K = M = 4
-    that compilation is several percent of the generation."""
+    that checked the text already, e.g. in another process, pass None and the ``code`` that
+    check compiled, if they have it).  The code the check compiled (under the final name) is
+    left as the module's bytecode, so that loading the module just printed does not compile it
+    a second time: for the large modules of K = M = 4 that compilation is several percent of
+    the generation."""
     path = Path(path)
-    compiled = []
+    compiled = [] if code is None else [code]
     check = None if what is None else \
         (lambda tmp: compiled.append(check_text(text, what, str(path))))
     publish(path, lambda tmp: Path(tmp).write_text(text), check)

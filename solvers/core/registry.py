@@ -197,7 +197,7 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
         if "mpmath" in targets:
             phase("derivation", lambda: codegen._derive(key))
             if "taylor" in targets:
-                child = _start_jets_process(key)
+                child = _start_jets_process(key, jets_path)
                 if child is not None and verbose:
                     say(f"{what}: Taylor jets, in a second process ...")
             text = phase("printing", lambda: codegen.render(key))
@@ -205,8 +205,9 @@ def generate(key: SystemKey, folder: Path, targets=("mpmath", "taylor"), say=_sa
         if child is not None:
             jets = _finish_jets_process(child)
             if jets is not None:          # printed and checked by the child; published here
-                text, phases["Taylor jets"] = jets
-                write_module(jets_path, text)
+                import marshal
+                text, code, phases["Taylor jets"] = jets
+                write_module(jets_path, text, code=marshal.loads(code))
                 targets = [t for t in targets if t != "taylor"]
     finally:
         if child is not None:             # a failure here: the child's jets are never published
@@ -230,7 +231,7 @@ def _cpu_seconds() -> float:
     return time.process_time() + child.ru_utime + child.ru_stime
 
 
-def _start_jets_process(key: SystemKey):
+def _start_jets_process(key: SystemKey, path: Path):
     """Print the Taylor jets in a forked child (``solvers.hierarchy.background``) while this
     process prints the solver module: the two share nothing but the derivation, which the
     child inherits, so with a second free CPU the generation takes the longer of the two
@@ -243,10 +244,12 @@ def _start_jets_process(key: SystemKey):
         return None
 
     def jets():
+        import marshal
         t0 = time.perf_counter()
         text = _render(key, "taylor")
-        check_text(text, f"{key.description} solver (Taylor jets)")
-        return text, time.perf_counter() - t0
+        # compiled under its final name: the code comes back as the module's bytecode
+        code = check_text(text, f"{key.description} solver (Taylor jets)", str(path))
+        return text, marshal.dumps(code), time.perf_counter() - t0
     try:
         return Background(jets)
     except OSError:
@@ -254,8 +257,9 @@ def _start_jets_process(key: SystemKey):
 
 
 def _finish_jets_process(child):
-    """(jets' text, seconds the child took), or None when it did not print them (then this process
-    prints them itself, so that an error is raised here, with its traceback)."""
+    """(jets' text, its compiled code (marshal), seconds the child took), or None when it did
+    not print them (then this process prints them itself, so that an error is raised here,
+    with its traceback)."""
     try:
         return child.result()
     except Exception:                        # noqa: BLE001 - redone in this process
