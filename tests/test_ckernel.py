@@ -123,21 +123,16 @@ def test_every_instruction_set_path_runs_the_same_steps(kernel, isa):
     cases = [dict(activation="erf", K=3, M=2, N=200, L=4, beta=0.5, eta=0.3, sigma_J=0.5,
                   alphas=[0, 1, 1.5], n_trainable=117, untrainable="frozen"),
              {**CASES["erf K5 M4 N96"], "alphas": [0, 2]}]
-    saved = dict(ckernel._state)
-    try:
-        for case in cases:
-            for generator in ("xoshiro", "float32"):
-                kw = {**case, "generator": generator, "threads": 1}
-                runs = []
-                for k in (kernel, other):
-                    ckernel._state["kernel"] = k
+    for case in cases:
+        for generator in ("xoshiro", "float32"):
+            kw = {**case, "generator": generator, "threads": 1}
+            runs = []
+            for k in (kernel, other):
+                with ckernel.using(k):
                     runs.append(simulate(seed=4, **kw))
-                for f in ("J_final", "R1", "Q1", "eps_g"):
-                    assert np.array_equal(getattr(runs[0], f), getattr(runs[1], f)), \
-                        (case["N"], generator, f)
-    finally:
-        ckernel._state.clear()
-        ckernel._state.update(saved)
+            for f in ("J_final", "R1", "Q1", "eps_g"):
+                assert np.array_equal(getattr(runs[0], f), getattr(runs[1], f)), \
+                    (case["N"], generator, f)
 
 CASES = {
     "erf K2 M3 N32": dict(activation="erf", K=2, M=3, N=32, L=4, beta=1.0, eta=0.5,

@@ -233,12 +233,17 @@ def reset():
 
 
 @contextlib.contextmanager
-def numba_only():
-    """``kernel()`` is None inside (the numba kernels run, as without a compiler) until a
-    ``reset()``; decided afresh after (tests, benchmarks)."""
+def using(k: CKernel | None):
+    """``kernel()`` is ``k`` inside (None: the numba kernels run, as without a compiler);
+    decided afresh after (tests, benchmarks)."""
     reset()
-    remembered(("C kernel",), lambda: None)
+    remembered(("C kernel",), lambda: k)
     try:
         yield
     finally:
         reset()
+
+
+def numba_only():
+    """``kernel()`` is None inside: :func:`using` (None)."""
+    return using(None)
