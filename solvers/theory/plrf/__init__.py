@@ -58,21 +58,11 @@ def r_grid(r_max: int, n_points: int) -> list[int]:
     return sorted({int(round(x)) for x in np.geomspace(1, r_max, n_points)})
 
 
-def _limits():
-    # the limits every subcommand refuses by (SCALING_ODES_MAX_HOURS, SCALING_ODES_MAX_MEMORY_GB)
-    from solvers.app.validate import memory_limit, time_limit
-    return time_limit(), memory_limit()
-
-
 def _refuse_above(secs: float, need: float, what: str, knobs: str) -> None:
-    from solvers.app.validate import _gib, _hours
-    seconds, nbytes = _limits()
-    if need > nbytes:
-        raise ValueError(f"{what} needs about {_gib(need)} (limit {_gib(nbytes)}, "
-                         f"SCALING_ODES_MAX_MEMORY_GB): {knobs}")
-    if secs > seconds:
-        raise ValueError(f"{what} is estimated at {_hours(secs)} of CPU (limit "
-                         f"{_hours(seconds)}, SCALING_ODES_MAX_HOURS): {knobs}")
+    """The refusal every subcommand applies (``sizing.check``: SCALING_ODES_MAX_HOURS,
+    SCALING_ODES_MAX_MEMORY_GB), with this request's knobs in the label."""
+    from solvers.app.sizing import check, work_estimate
+    check(work_estimate("plrf", what, "float64", secs, need), knobs)
 
 
 def size_curve(pb: Problem, route: str, n_r: int) -> tuple[float, float]:
