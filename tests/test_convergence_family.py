@@ -80,8 +80,14 @@ LARGER = {("erf", 3): 1500, ("erf", 4): 2000, ("polynomial", 3): 800, ("polynomi
 #   erf K = 4, α0 = 1200:        0.013 0.009 / 0.23 0.34,  2e-4 3e-4,   61 s
 #   polynomial K = 3, α0 = 500:  0.044 0.014 / 9.96 0.99,  1.2e-4,      15 s
 #   polynomial K = 4, α0 = 700:  0.023 0.017 / 0.77 0.32,  1.0e-3 1.2e-3, 37 s
-RESTART_AFTER_ESCAPE = {("erf", 3): 600, ("erf", 4): 1200, ("polynomial", 3): 500,
-                        ("polynomial", 4): 700}
+#   relu K = 3, α0 = 300 to 600:  (measured below)
+#   relu K = 4, α0 = 600 to 1000: (measured below)
+# The window ends at α_max of the case (LARGER unless given): a ReLU run restarted late reaches
+# its float64 error bound early (K = 3 above α ≈ 650), where the ODE reports ε_g = 0 while the
+# finite-N run still decays, so the relative deviation there measures nothing but the bound.
+RESTART_AFTER_ESCAPE = {("erf", 3): (600, None), ("erf", 4): (1200, None),
+                        ("polynomial", 3): (500, None), ("polynomial", 4): (700, None),
+                        ("relu", 3): (300, 600), ("relu", 4): (600, 1000)}
 
 
 def _levels_vs_modes(name, K, amax=None):
@@ -110,7 +116,8 @@ def _against_simulation(name, K, N):
 
 def _restarted_against_simulation(name, K, N):
     act, eta, *_ = PAIRS[name]
-    amax, a0 = LARGER[(name, K)], RESTART_AFTER_ESCAPE[(name, K)]
+    a0, amax = RESTART_AFTER_ESCAPE[(name, K)]
+    amax = amax or LARGER[(name, K)]
     spec = _spec(act, K, eta, amax, "modes", "float64", N=N, seeds=[0, 1])
     spec["solve"].update(n_points=60, spacing="linear")
     spec["compare"] = {"restart_alpha": a0}

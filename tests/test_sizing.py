@@ -229,3 +229,20 @@ def test_generation_is_sized_by_the_parsed_polynomial():
     assert _codegen_seconds(30, 30, "x*x*x*x*x*x") > 10 * estimate_seconds("x**2", 30, 30)
     assert _codegen_seconds(6, 6, "x**3 - x**3 + x") == estimate_seconds("linear", 6, 6)
     assert _codegen_seconds(6, 6, "linear") < estimate_seconds("erf", 6, 6) / 10
+
+
+def _printed_orthant_calls(K, M):
+    """Calls of ctx.orthant4 in the printed ``coefficients`` of relu/relu (K, M)."""
+    from derive.codegen import module_printer as codegen
+    from derive.keys import SystemKey
+    text = codegen.render(SystemKey("relu", K, M))
+    return text.split("def coefficient_derivatives")[0].count("ctx.orthant4(")
+
+
+@pytest.mark.parametrize("K, M", [(3, 1), (2, 3)])
+def test_relu_orthant_calls_count_the_printed_module(K, M):
+    """The ReLU right-hand side is sized by its orthant probabilities (~1 ms each in float64):
+    their number in the printed module (~1 s of SymPy each; both terms of the count matter at
+    K = 3, M = 1), the reference the count was read from."""
+    from solvers.app.sizing import relu_orthant_calls
+    assert relu_orthant_calls(K, M) == _printed_orthant_calls(K, M) > 0

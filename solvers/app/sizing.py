@@ -61,14 +61,32 @@ FIRST_RUN_SHARE = 0.56
 # 1 .. 64, η λ_1 α_max = 140 .. 3900 (380 .. 3578 steps; 83 .. 95 µs a right-hand side); label
 # noise at L = 16: 131 µs.
 RK_STEPS, RK_POWER, RK_FEVAL, RK_L, RK_FAMILY = 13.9, 0.67, 85e-6, 600.0, 1.5
-# A ReLU student or teacher: its integrals are orthant probabilities (quadrature), not erf's
-# closed forms.  Measured (relu/relu K = M = 2, L = 1, η = 0.5, σ_J = 0.3, α_max = 30, the
-# RK7(8) pair, 200 points): 259 steps in the check run where the erf law gives 85 (the
-# right-hand side is only piecewise smooth) and 1.7 ms a right-hand side against the family's
-# 128 µs (x13); the same request on 20 points took half the CPU time (4.9 s against 9.9 s),
-# so the steps' factor is set between the two (2.2).  Near convergence the steps grow further
-# (the covariance turns singular): the law is a lower bound there.
-RK_RELU_STEPS, RK_RELU_FEVAL = 2.2, 13.0
+# A ReLU student: its right-hand side is mostly the float64 four-field orthant probability
+# (a quadrature), which the printed coefficients call far more often than n grows:
+# relu_orthant_calls(K, M) times (2, 27, 132 at K = M = 2, 3, 4), RELU_ORTHANT seconds each
+# (CPU of whole right-hand sides over their calls: 2.5 ms at K = M = 2, 38 at 3, 180 at 4,
+# solvers.core.orthant's float64 quadrature).  A ReLU teacher of another student makes none
+# (erf/relu: 0.16 ms a right-hand side, the family's cost).  Its steps do not follow erf's
+# stiffness law at L = 1: they grow linearly in η λ_1 α_max and every output point costs one
+# (the steps land on them): RELU_STEPS0 + η λ_1 α_max / RELU_STEP_X + n_points, measured for
+# the check run (relu/relu, η = 0.5, σ_J = 0.3): K = M = 2 to α = 30 at 12, 20 and 200 points
+# 40, 46, 259 steps; to its end of learning α = 221, 90; K = M = 3 to α = 760, 247.  A
+# noise-free student that reaches its end of learning is held from there without steps
+# (meta.converged_at_alpha), where this law, counting to α_max, is an upper bound.
+RELU_ORTHANT = 1.2e-3
+RELU_STEPS0, RELU_STEP_X = 20.0, 1.5
+
+
+def relu_orthant_calls(K: int, M: int) -> int:
+    """Calls of the four-field orthant probability in the printed ``coefficients`` of a ReLU
+    student (relu/relu; a ReLU student of another teacher makes no more of them).  They come
+    from the η² term's ⟨θ(x_i) θ(x_j) relu(u_a) relu(u_b)⟩ over four distinct fields: each
+    student pair i < j with an ordered pair of the other K + M - 2 fields, less the
+    K(K-1)(K-2)/2 M that the printer's common subexpressions share.  Counted in the printed
+    modules (relu/relu K, M = 2..4 x 1..4 and 3, 4; tests/test_sizing.py checks two)."""
+    m = K + M - 2
+    return K * (K - 1) // 2 * m * (m - 1) - M * K * (K - 1) * (K - 2) // 2
+
 
 # */flint/taylor/settle: steps of a run = TAYLOR_STEPS ln(1 + η α_max) + η λ_1 α_max
 # TAYLOR_STIFF / p, a jet of order p = 1.2 digits(rtol) + 3.5 over L n entries: TAYLOR_STEP +
@@ -76,6 +94,12 @@ RK_RELU_STEPS, RK_RELU_FEVAL = 2.2, 13.0
 # precision).  Measured: erf K = M = 2, modes L = 4, 16 and levels L = 4, 8, α_max = 100 ..
 # 2000, 6 and 12 digits (32 .. 779 steps; 779 at L = 16, η = 0.5, α_max = 2000: stability).
 TAYLOR_STEPS, TAYLOR_STIFF, TAYLOR_STEP, TAYLOR_ENTRY = 7.0, 21 / 13, 3e-3, 6.9e-6
+# A ReLU student's jets (its level-1 coefficients: arcsines, square roots and the orthant
+# probability's series, at order p) add TAYLOR_RELU p n seconds to a step of each run, whatever
+# L.  Measured (relu/relu, L = 1, 5 digits, dps = "auto" levels, the verifying pair, steps
+# between alpha = 5 and 50): 0.30 s a step of the pair at K = M = 2, 0.95 at 3 and 4 (the
+# erf model above says 3-5 ms).
+TAYLOR_RELU = 1.5e-3
 # simulate starts without SymPy or flint
 SIM_START_CPU = 0.35
 # a sweep's own process: the spec stack, xarray and writing the dataset (measured: 4 small cells
@@ -183,10 +207,12 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
         route, prec = fast.route, f"float64, {s.digits} digits verified"
     elif plan.arithmetic == "float64":
         x = eta * top_eigenvalue(spec) * top
-        relu = "relu" in (m.student, m.teacher)
-        steps = RK_STEPS * max(x, 1.0) ** RK_POWER * (RK_RELU_STEPS if relu else 1.0)
-        per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0) \
-            * (RK_RELU_FEVAL if relu else 1.0)
+        per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0)
+        if m.student == "relu":
+            steps = RELU_STEPS0 + x / RELU_STEP_X + points
+            per += 13 * RELU_ORTHANT * relu_orthant_calls(m.K, m.M)
+        else:
+            steps = RK_STEPS * max(x, 1.0) ** RK_POWER
         ode = steps * (1 + FIRST_RUN_SHARE) * per
         route, prec = plan.route, f"float64, {s.digits} digits verified"
     else:
@@ -197,8 +223,9 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
         steps = TAYLOR_STEPS * max(math.log1p(eta * top), 1.0) + \
             eta * top_eigenvalue(spec) * top * TAYLOR_STIFF / p
         entries = L * n * (1.5 if family else 1.0)
-        ode = sum(steps * (TAYLOR_STEP + p * entries * TAYLOR_ENTRY * (1 + q / 100) ** 1.6)
-                  for q in (dps, dps2))
+        relu_jets = TAYLOR_RELU * p * n if m.student == "relu" else 0.0
+        ode = sum(steps * (TAYLOR_STEP + p * entries * TAYLOR_ENTRY * (1 + q / 100) ** 1.6
+                           + relu_jets) for q in (dps, dps2))
         route, prec = plan.route, \
             f"arbitrary precision from {dps} digits, {s.digits} digits verified"
         second_share = (1 + dps2 / 100) ** 1.6 / ((1 + dps / 100) ** 1.6 + (1 + dps2 / 100) ** 1.6)
@@ -398,7 +425,7 @@ def sized(est: Estimate, label: str) -> Estimate:
     return est
 
 
-__all__ = ["Estimate", "plan_of", "working_dps", "solve_estimate", "simulate_estimate",
+__all__ = ["Estimate", "plan_of", "relu_orthant_calls", "working_dps", "solve_estimate", "simulate_estimate",
            "compare_estimate",
            "sweep_estimate", "onestep_sim_estimate", "work_estimate", "size_solve", "check",
            "announce", "sized", "top_eigenvalue"]
