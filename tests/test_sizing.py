@@ -279,3 +279,21 @@ def test_relu_generation_is_sized_within_a_factor_two(tmp_path, K):
     cpu = json.loads(out.stdout.strip().splitlines()[-1])
     est = estimate_seconds("relu", K, K)
     assert 0.5 <= cpu / est <= 2.0, (cpu, est)
+
+
+def test_derive_is_sized_by_the_teacher_too(tmp_path):
+    """``scaling-odes derive`` refuses by the same generation estimate as a solve, the
+    teacher's activation included: erf/erf K = M = 7 (~25 s) is printed, erf/relu (a ReLU
+    teacher about 1.3x the cost there, beyond the 30 s limit) refused before any SymPy."""
+    from solvers.app.cli.derive import MAX_DERIVE_SECONDS, size
+    from solvers.app.spec import parse_spec
+    from solvers.core.codegen_time import estimate_seconds
+
+    def spec(**model):
+        return parse_spec({"model": {"K": 7, "M": 7, **model}, "training": {"eta": "0.1"},
+                           "data": {"L": 2}, "solve": {"alpha_max": 1}}, sizing=None)
+    assert estimate_seconds("erf", 7, 7) < MAX_DERIVE_SECONDS < \
+        estimate_seconds("erf", 7, 7, teacher="relu")
+    size(spec(activation="erf"))
+    with pytest.raises(ValueError, match="deriving the"):
+        size(spec(student_activation="erf", teacher_activation="relu"))

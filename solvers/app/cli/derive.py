@@ -117,7 +117,7 @@ def size(spec, closed: bool = False) -> None:
     from solvers.core.codegen_time import describe, estimate_seconds, n_state
     m = spec.model
     key = m.system_key()
-    seconds = estimate_seconds(key.activation, m.K, m.M)
+    seconds = estimate_seconds(key.activation, m.K, m.M, teacher=key.teacher)
     if seconds > MAX_DERIVE_SECONDS:
         raise ValueError(f"{spec.path}: [model] K = {m.K}, M = {m.M}: deriving the "
                          f"{key.description} equations takes about {describe(seconds)} "
