@@ -209,3 +209,23 @@ def test_the_api_and_the_plot_show_the_restart(restarted, tmp_path):
     assert restarted.eps_g_restart_runs.shape == (2, 5)
     ax = restarted.plot()
     assert any("restarted" in (t.get_text()) for t in ax.get_legend().get_texts())
+
+
+def test_the_contrast_stops_where_the_ode_from_the_start_has_converged():
+    """A student that learns its teacher: the ODE from the initial weights may reach its end of
+    learning (ε_g held, reported as 0) after α0.  The contrast's relative deviation is taken up
+    to the last α before that (``alpha_max``), by hand here; it used to refuse the whole
+    comparison after the work ("eps_g of the theory must be > 0")."""
+    from solvers.app.compare import _from_start, deviation
+    alphas = [10.0, 11.0, 12.0, 13.0]
+    theory = [[0.2, 0.1, 0.0], [0.3, 0.05, 0.01]]
+    runs = [[0.21, 0.12, 0.01], [0.3, 0.06, 0.02]]
+    out = _from_start(theory, runs, alphas, N=100)
+    assert out["alpha_max"] == 12.0
+    # seed 0 over its first two points: (0.05² + 0.2²) / 2, seed 1: (0 + 0.2²) / 2
+    np.testing.assert_allclose(out["rms_deviation_per_seed"],
+                               [np.sqrt((0.05**2 + 0.2**2) / 2), np.sqrt(0.2**2 / 2)])
+    assert out == {"alpha_max": 12.0, **deviation([t[:2] for t in theory],
+                                                  [r[:2] for r in runs], 100)}
+    # converged before the first α after α0: nothing to compare, said by alpha_max = α0
+    assert _from_start([[0.0, 0.0]], [[0.1, 0.1]], [5.0, 6.0, 7.0], N=100) == {"alpha_max": 5.0}

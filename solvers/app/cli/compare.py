@@ -14,7 +14,8 @@ readout: RMS of v_sim − v_theory over seeds, α and units), ``meta``.
 With ``[compare] restart_alpha = α0`` the ODEs are also solved from each seed's simulated mode
 overlaps at α0: ``restart`` (``alpha0``, ``alpha`` ≥ α0, ``theory``: the first seed's restarted
 ``solve`` JSON, ``eps_g_runs``, ``from_start``: the deviation of the ODE from the initial weights
-over α > α0, ``eps_g_alpha0_mismatch``); ``rms_deviation`` and ``within`` are the restarted
+over α > α0 up to its ``alpha_max``, the last α before that ODE's end of learning (ε_g = 0),
+``eps_g_alpha0_mismatch``); ``rms_deviation`` and ``within`` are the restarted
 curves' over α > α0, ``meta.restart`` says so, and each simulated run has ``state_at`` (the
 mode overlaps at α0 as exact decimals).
 """
