@@ -204,22 +204,22 @@ static inline uint32_t tail_mask(gh h) {
 #endif
 }
 
-typedef double v8dt __attribute__((vector_size(64)));
-typedef int64_t v8i __attribute__((vector_size(64)));
-
-/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for the first n <= 8 of 8 tail words:
- * normals.py's _tail_f32 lane by lane (the same IEEE operations; log is libm's, one lane at a time).  The Horner chain
- * of 14 dependent steps is what costs; here 8 of them run side by side. */
+/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for the first n (at most 8) tail words:
+ * normals.py's _tail_f32 word by word (the same IEEE operations; log is libm's).  Scalar: a
+ * step has about one tail word, and the independent Horner chains of several words overlap
+ * in the core anyway.  (An 8-wide generic vector here went through the stack in 8-byte pieces
+ * on AVX2: 8 % of the step loop.) */
 static void tail_values8(const uint32_t *h, double *out, int64_t n) {
-    v8dt u, lg, acc = {0}, sig, t;
-    for (int l = 0; l < 8; l++) u[l] = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
-    v8dt y = (1.0 - u) * (1.0 + u);
-    for (int l = 0; l < 8; l++) lg[l] = l < n ? -log(y[l]) : 1.0; /* log only where needed */
-    for (int l = 0; l < 8; l++) sig[l] = sqrt(lg[l]);
-    t = (sig - TAIL_C) * TAIL_IH;
-    for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
-    v8dt v = sig * acc;
-    for (int l = 0; l < 8; l++) out[l] = ((h[l] >> 8) & 1u) ? -v[l] : v[l];
+    for (int64_t l = 0; l < n && l < 8; l++) {
+        const double u = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
+        const double y = (1.0 - u) * (1.0 + u);
+        const double sig = sqrt(-log(y));
+        const double t = (sig - TAIL_C) * TAIL_IH;
+        double acc = 0.0;
+        for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
+        const double v = sig * acc;
+        out[l] = ((h[l] >> 8) & 1u) ? -v : v;
+    }
 }
 
 #if GL == 8
