@@ -31,12 +31,18 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -576,6 +582,13 @@ int64_t sgd_work_size(int64_t N, int64_t K, int64_t M) {
  * way.  Only the part sums (and, for the ziggurat, the repair lane: part 0's redraws come first
  * in the stream) cross between the threads, once per step. */
 
+/* a step counter one thread posts and the other waits for (wait_until) */
+typedef struct {
+    _Atomic int64_t v;
+    _Atomic uint32_t seq;     /* futex word: changed by a post that finds sleepers */
+    _Atomic int32_t sleepers;
+} flag_t;
+
 typedef struct {
     int gen, act, nth;
     int64_t N, n_tr, K, M, n_steps, H;
@@ -587,9 +600,9 @@ typedef struct {
     /* Exchange between the threads, double-buffered by the parity of the step.  Every field a
      * thread writes has a cache line of its own: a post must not evict the lines the other
      * thread reads all the time (the fields above), nor the other thread's flag. */
-    _Alignas(64) _Atomic int64_t posted0; /* steps whose sums (and repair lane) part 0 posted */
-    _Alignas(64) _Atomic int64_t posted1;
-    _Alignas(64) _Atomic int64_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
+    _Alignas(64) flag_t posted0; /* steps whose sums (and repair lane) part 0 posted */
+    _Alignas(64) flag_t posted1;
+    _Alignas(64) flag_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
     _Alignas(64) uint64_t rep0[2][4];  /* [parity] repair lane after part 0's redraws */
     _Alignas(64) uint64_t rep1[2][4];  /* ... after part 1's */
 } shared_t;
@@ -601,16 +614,41 @@ typedef struct {                /* a thread's own memory (on cache lines of its 
     double *corr, *c, *x, *y;
 } local_t;
 
-static void spin_until(_Atomic int64_t *flag, int64_t value) {
-    int spins = 0;
-    while (atomic_load_explicit(flag, memory_order_acquire) < value) {
+/* Waiting for the other thread: spin for up to SPIN_LIMIT pauses (a step's exchange normally
+ * takes well under a microsecond), then sleep until it posts (Linux futex; elsewhere yield the
+ * core).  When the other thread has lost its core to other work, the waiting one then sleeps
+ * instead of spinning through whole time slices (CPU time that bought nothing). */
+#define SPIN_LIMIT 2000
+
+static void post(flag_t *f, int64_t value) {
+    atomic_store_explicit(&f->v, value, memory_order_seq_cst);
+#if defined(__linux__)
+    if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&f->seq, 1u, memory_order_seq_cst);
+        syscall(SYS_futex, &f->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+#endif
+}
+
+static void wait_until(flag_t *f, int64_t value) {
+    for (int spins = 0; atomic_load_explicit(&f->v, memory_order_acquire) < value; spins++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if (++spins > 4000) {   /* the other thread is not running: give its core back */
-            sched_yield();
-            spins = 0;
-        }
+        if (spins < SPIN_LIMIT) continue;
+#if defined(__linux__)
+        /* seq is read before announcing the sleep: a post after this read changes seq, and
+         * the futex then returns at once (seq_cst orders the post's store of v before its
+         * read of sleepers, and the announcement before the re-read of v here) */
+        uint32_t seq = atomic_load_explicit(&f->seq, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&f->v, memory_order_seq_cst) < value)
+            syscall(SYS_futex, &f->seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+        atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
+#else
+        sched_yield();
+#endif
+        spins = 0;
     }
 }
 
@@ -805,18 +843,18 @@ static inline __attribute__((always_inline)) int64_t run_part(const int gen, sha
         double *zn = S->buf[1 - par];
         int64_t nrec = part_pass(gen, S, T, &C, p, 1, z, zn);
         if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
-            spin_until(&S->rep0_posted, t + 1);
+            wait_until(&S->rep0_posted, t + 1);
             for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep0[par][w];
         }
         fix_part(gen, S, T, nrec, zn);
         if (gen == GEN_ZIG) {
             uint64_t *rep = p ? S->rep1[par] : S->rep0[par];
             for (int w = 0; w < 4; w++) rep[w] = T->st[w * SROW + LANES];
-            if (p == 0) atomic_store_explicit(&S->rep0_posted, t + 1, memory_order_release);
+            if (p == 0) post(&S->rep0_posted, t + 1);
         }
         part_sums(S, T, S->part[p][par]);
-        atomic_store_explicit(p ? &S->posted1 : &S->posted0, t + 1, memory_order_release);
-        spin_until(q ? &S->posted1 : &S->posted0, t + 1);
+        post(p ? &S->posted1 : &S->posted0, t + 1);
+        wait_until(q ? &S->posted1 : &S->posted0, t + 1);
         if (gen == GEN_ZIG && p == 0) /* the repair lane after part 1's redraws */
             for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep1[par][w];
         new_fields(S, T, S->part[0][par], S->part[1][par]);
