@@ -654,11 +654,13 @@ static void wait_until(flag_t *f, int64_t value) {
 
 /* advance the vector lanes through `chunks` blocks of 32 normals without using the words */
 static inline void skip_chunks(int gen, uint64_t *st, int64_t chunks) {
-    for (int l0 = 0; l0 < LANES; l0 += GL) {
-        glanes_t G;
-        glanes_load(&G, st, l0);
-        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++) (void)glanes_next(G.s);
-        glanes_store(&G, st, l0);
+    /* GF groups side by side: one group's state chain alone leaves the vector units idle */
+    for (int g0 = 0; g0 < LANES; g0 += GF * GL) {
+        glanes_t G[GF];
+        for (int u = 0; u < GF; u++) glanes_load(&G[u], st, g0 + u * GL);
+        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++)
+            for (int u = 0; u < GF; u++) (void)glanes_next(G[u].s);
+        for (int u = 0; u < GF; u++) glanes_store(&G[u], st, g0 + u * GL);
     }
 }
 
