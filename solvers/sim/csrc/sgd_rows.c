@@ -9,9 +9,9 @@
  * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
  * stored a block of BLOCK coordinates at a time, then the block's rows are updated with the
  * current sample and both fields of the next one are summed while the block is in L1: one pass
- * over J, B, z per step instead of three.  The draw runs the generator's lanes a vector register
- * at a time (GL below), so it does not spill on AVX2's 16 registers.  And the command that runs
- * it does not start numba (about 0.9 s of fixed cost).
+ * over J, B, z per step instead of three.  The draw runs the generator's lanes in groups of a
+ * vector register (GL below), the float32 transforms of several groups interleaved (GF).  And
+ * the command that runs it does not start numba (about 0.9 s of fixed cost).
  *
  * Every instruction-set path (AVX-512, AVX2 + FMA, plain C) does the same IEEE operations in the
  * same order element by element, so a run gives the same bits on each.
@@ -103,12 +103,9 @@ static uint64_t next_raw(uint64_t *st, int lane) {
     return out;
 }
 
-/* The generator runs a group of GL lanes at a time, one vector register per state word: GL = 8
- * (a zmm register) with AVX-512, 4 (a ymm register) otherwise.  A group runs through all the
- * chunks of a block before the next group starts, so only its 4 state vectors stay in registers
- * beside the transform.  (With all 16 lanes held at once, AVX2's 16 ymm registers held the state
- * alone and the transform spilled to the stack: the step loop ran at a quarter of the AVX-512
- * rate on the same CPU.) */
+/* The generator runs in groups of GL lanes, one vector register per state word: GL = 8 (a zmm
+ * register) with AVX-512, 4 (a ymm register) otherwise.  The groups drawn side by side (GF, GZ
+ * below) run through all the chunks of a block before the next ones start. */
 #if defined(__AVX512F__)
 #define GL 8
 #else
@@ -117,10 +114,12 @@ static uint64_t next_raw(uint64_t *st, int lane) {
 #define GB (8 * GL) /* bytes in a vector of GL 64-bit words */
 /* Lane groups drawn side by side.  The float32 transform of GF groups runs its Horner steps
  * interleaved (central_gf): one vector's two chains of 7 dependent fused multiply-adds leave
- * the FMA units idle.  AVX2: all four groups (their state spills from the 16 registers, which
- * costs less than the idle units: the draw alone 1.2x, the step loop 1.08x faster than one
- * group); AVX-512: two (32 registers).  The ziggurat (GZ): two groups on AVX-512, one on
- * AVX2. */
+ * the FMA units idle.  AVX2: all four groups, although their state no longer fits the 16
+ * registers beside the transform and goes through the stack (which costs less than the idle
+ * units: the draw alone 1.2x, the step loop 1.12x faster than one group at a time, measured
+ * on the AVX2 build on an AVX-512 EPYC); AVX-512: two (its 32 registers).  The ziggurat (GZ),
+ * whose transform is short: two groups on AVX-512, one on AVX2 (two or four measured no
+ * faster). */
 #ifndef GF
 #if defined(__AVX512F__)
 #define GF 2
