@@ -714,13 +714,13 @@ static inline __attribute__((always_inline)) void fields_chunk(
  * fields of zn into T->acc / T->corr, record its flagged words.  With `skip`, the lanes also
  * pass over the other part's words.  Returns the number of records. */
 static inline __attribute__((always_inline)) int64_t part_pass(
-        const int gen, const shared_t *S, local_t *T, const central_t *C, int p, int skip,
-        const double *z, double *zn) {
-    const int64_t N = S->N, n_tr = S->n_tr, K = S->K, M = S->M, KM = K + M;
+        const int gen, const int k2, const shared_t *S, local_t *T, const central_t *C, int p,
+        int skip, const double *z, double *zn) {
+    const int64_t N = S->N, n_tr = S->n_tr, K = k2 ? 2 : S->K, M = k2 ? 2 : S->M, KM = K + M;
     const int64_t lo = p ? S->H : 0, hi_chunks = p ? N - (N - S->H) % CHUNK : S->H;
-    double *J = S->J;
+    double *restrict J = S->J;
     const double *B = S->B, *scale = S->scale, *c = T->c;
-    v8d *acc = T->acc;
+    v8d *restrict acc = T->acc;
     double *corr = T->corr;
     for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
     if (skip && p == 1) skip_chunks(gen, T->st, S->H / CHUNK);
@@ -811,8 +811,8 @@ static inline void fix_part(const int gen, const shared_t *S, local_t *T, int64_
 }
 
 /* One thread doing both parts.  Returns -1 or the failing step. */
-static inline __attribute__((always_inline)) int64_t run_serial(const int gen, shared_t *S,
-                                                                 local_t *T) {
+static inline __attribute__((always_inline)) int64_t run_serial(const int gen, const int k2,
+                                                                 shared_t *S, local_t *T) {
     central_t C;
     central_load(&C);
     double *s0 = S->part[0][0], *s1 = S->part[1][0];
@@ -820,10 +820,10 @@ static inline __attribute__((always_inline)) int64_t run_serial(const int gen, s
         if (!coefficients(S, T)) return t;
         const double *z = S->buf[t & 1];
         double *zn = S->buf[(t + 1) & 1];
-        int64_t nrec = part_pass(gen, S, T, &C, 0, 0, z, zn);
+        int64_t nrec = part_pass(gen, k2, S, T, &C, 0, 0, z, zn);
         fix_part(gen, S, T, nrec, zn);
         part_sums(S, T, s0);
-        nrec = part_pass(gen, S, T, &C, 1, 0, z, zn);
+        nrec = part_pass(gen, k2, S, T, &C, 1, 0, z, zn);
         fix_part(gen, S, T, nrec, zn);
         part_sums(S, T, s1);
         new_fields(S, T, s0, s1);
@@ -832,8 +832,8 @@ static inline __attribute__((always_inline)) int64_t run_serial(const int gen, s
 }
 
 /* Thread p of two.  Returns -1 or the failing step (both threads find the same one). */
-static inline __attribute__((always_inline)) int64_t run_part(const int gen, shared_t *S,
-                                                               local_t *T, int p) {
+static inline __attribute__((always_inline)) int64_t run_part(const int gen, const int k2,
+                                                               shared_t *S, local_t *T, int p) {
     central_t C;
     central_load(&C);
     const int q = 1 - p;
@@ -842,7 +842,7 @@ static inline __attribute__((always_inline)) int64_t run_part(const int gen, sha
         const int par = (int)(t & 1);
         const double *z = S->buf[par];
         double *zn = S->buf[1 - par];
-        int64_t nrec = part_pass(gen, S, T, &C, p, 1, z, zn);
+        int64_t nrec = part_pass(gen, k2, S, T, &C, p, 1, z, zn);
         if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
             wait_until(&S->rep0_posted, t + 1);
             for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep0[par][w];
@@ -863,6 +863,20 @@ static inline __attribute__((always_inline)) int64_t run_part(const int gen, sha
     return -1;
 }
 
+/* run_serial / run_part compiled for each generator, and for K = M = 2 (the defaults: the
+ * row loops unrolled, the partial sums kept in registers through a block) */
+static int64_t run_serial_any(shared_t *S, local_t *T) {
+    const int k2 = S->K == 2 && S->M == 2;
+    if (S->gen == GEN_F32) return k2 ? run_serial(GEN_F32, 1, S, T) : run_serial(GEN_F32, 0, S, T);
+    return k2 ? run_serial(GEN_ZIG, 1, S, T) : run_serial(GEN_ZIG, 0, S, T);
+}
+
+static int64_t run_part_any(shared_t *S, local_t *T, int p) {
+    const int k2 = S->K == 2 && S->M == 2;
+    if (S->gen == GEN_F32) return k2 ? run_part(GEN_F32, 1, S, T, p) : run_part(GEN_F32, 0, S, T, p);
+    return k2 ? run_part(GEN_ZIG, 1, S, T, p) : run_part(GEN_ZIG, 0, S, T, p);
+}
+
 typedef struct {
     shared_t *S;
     local_t *T;
@@ -879,8 +893,7 @@ static double thread_cpu_s(void) {
 static void *part1_thread(void *arg) {
     job_t *jb = (job_t *)arg;
     double c0 = thread_cpu_s();
-    jb->result = jb->S->gen == GEN_F32 ? run_part(GEN_F32, jb->S, jb->T, 1)
-                                       : run_part(GEN_ZIG, jb->S, jb->T, 1);
+    jb->result = run_part_any(jb->S, jb->T, 1);
     jb->cpu_s = thread_cpu_s() - c0;
     return NULL;
 }
@@ -938,16 +951,16 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
     for (int p = 0; p < 2; p++)
         for (int par = 0; par < 2; par++) S->part[p][par] = parts + (2 * p + par) * stride;
     if (S->nth == 1) {
-        result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+        result = run_serial_any(S, &T[0]);
     } else {
         if (local_init(&T[1], S, st, x, y)) goto done;
         pthread_t th;
         job_t jb = {S, &T[1], -1, 0.0};
         if (pthread_create(&th, NULL, part1_thread, &jb)) {
             /* no second thread to be had: one thread gives the same bits */
-            result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+            result = run_serial_any(S, &T[0]);
         } else {
-            result = gen == GEN_F32 ? run_part(GEN_F32, S, &T[0], 0) : run_part(GEN_ZIG, S, &T[0], 0);
+            result = run_part_any(S, &T[0], 0);
             pthread_join(th, NULL);
             *helper_cpu_s = jb.cpu_s;
             if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
