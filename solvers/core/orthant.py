@@ -24,7 +24,10 @@ rather than return fewer digits than it carries:
   of the correlation matrix below ALIGNED) mpmath's tanh-sinh rule at flint's precision, whose
   error estimate is checked (faster there);
 * float64: Gauss–Legendre on panels graded towards t = 1, compared with a rule of fewer nodes;
-  arrays broadcast (the generated ε_g and coefficients vectorise over numpy arrays).
+  the functions below compiled with numba (solvers/core/orthant_jit.py, ~10 µs a matrix), from
+  the four fields' canonical ordering, with a memo of the last few matrices (a right-hand side
+  asks for the same fields in several orders); arrays broadcast (the generated ε_g and
+  coefficients vectorise over numpy arrays), each entry integrated like a scalar.
 
 >>> import mpmath
 >>> with mpmath.workdps(30):
@@ -38,11 +41,10 @@ import math
 import numpy as np
 
 PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
-_INDEX = {p: k for k, p in enumerate(PAIRS)}
-
-
-def _r(s, a, b):
-    return s[_INDEX[(a, b) if a < b else (b, a)]]
+# per pair of PAIRS, the other two fields; and the position in PAIRS of the pair (a, b), either
+# order (tuples, not a dict: the float64 context compiles the functions below with numba)
+_OTHERS = ((2, 3), (1, 3), (1, 2), (0, 3), (0, 2), (0, 1))
+_INDEX = ((-1, 0, 1, 2), (0, -1, 3, 4), (1, 3, -1, 5), (2, 4, 5, -1))
 
 
 def _ray_derivative(r, t, sqrt, asin, pi):
@@ -50,9 +52,10 @@ def _ray_derivative(r, t, sqrt, asin, pi):
     s = [t * x for x in r]
     total = 0
     for k, (a, b) in enumerate(PAIRS):
-        c, d = [i for i in range(4) if i not in (a, b)]
+        c, d = _OTHERS[k]
         rab = s[k]
-        rca, rcb, rda, rdb, rcd = _r(s, c, a), _r(s, c, b), _r(s, d, a), _r(s, d, b), _r(s, c, d)
+        rca, rcb, rda, rdb = s[_INDEX[c][a]], s[_INDEX[c][b]], s[_INDEX[d][a]], s[_INDEX[d][b]]
+        rcd = s[_INDEX[c][d]]
         one = 1 - rab * rab
         num = rcd * one - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda))
         vc = one - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)
@@ -70,28 +73,26 @@ def _minors(r, clamp, sqrt, clip):
     they contain, and the cofactor within Cauchy–Schwarz of the two it couples, as they are for
     every positive semi-definite R.  A rank-deficient R (aligned fields, the end of learning)
     then gives exactly zero minors rather than a rounding residue of either sign, and the
-    integrand stays analytic at s = 0."""
+    integrand stays analytic at s = 0.  Scalars only (the float64 context compiles this with
+    numba, arrays loop over it there)."""
     out = []
     for k, (a, b) in enumerate(PAIRS):
-        c, d = [i for i in range(4) if i not in (a, b)]
+        c, d = _OTHERS[k]
         rab = r[k]
-        rca, rcb, rda, rdb, rcd = _r(r, c, a), _r(r, c, b), _r(r, d, a), _r(r, d, b), _r(r, c, d)
+        rca, rcb, rda, rdb = r[_INDEX[c][a]], r[_INDEX[c][b]], r[_INDEX[d][a]], r[_INDEX[d][b]]
+        rcd = r[_INDEX[c][d]]
         d2 = clamp((1 - rab) * (1 + rab))
         m_ac, m_bc = clamp((1 - rca) * (1 + rca)), clamp((1 - rcb) * (1 + rcb))
         m_ad, m_bd = clamp((1 - rda) * (1 + rda)), clamp((1 - rdb) * (1 + rdb))
         d3c = clip(clamp((1 - rab * rab) - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)),
-                   _least(_least(d2, m_ac), m_bc))
+                   min(d2, m_ac, m_bc))
         d3d = clip(clamp((1 - rab * rab) - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)),
-                   _least(_least(d2, m_ad), m_bd))
+                   min(d2, m_ad, m_bd))
         cof3 = clip((1 - rab * rab) * rcd - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda)),
                     sqrt(d3c * d3d))
         cof2 = (rcd - rdb * rcb) + (rcd - rda * rca)
         out.append((rab, d2, d3c, d2 + m_ac + m_bc, d3d, d2 + m_ad + m_bd, cof3, cof2, rcd))
     return out
-
-
-def _least(x, y):
-    return np.minimum(x, y) if isinstance(x, np.ndarray) else (x if not y < x else y)
 
 
 def _ray_integrand(minors, s, sqrt, asin, pi, clip=None):
@@ -142,6 +143,12 @@ def _check_positive_semidefinite(r, tol: float):
     ``tol`` (a matrix further outside the cone is not a state of the ODEs).  Returns the
     smallest eigenvalue, clamped at 0 (the smallest over an array)."""
     low = float(np.min(_smallest_eigenvalue(r)))
+    _check_low(low, tol)
+    return max(low, 0.0)
+
+
+def _check_low(low: float, tol: float) -> None:
+    """The refusal of ``_check_positive_semidefinite`` given the smallest eigenvalue."""
     if low == -math.inf:
         raise ValueError("orthant probability: a correlation is not finite (the right-hand "
                          "side lost its digits before it got here)")
@@ -149,7 +156,6 @@ def _check_positive_semidefinite(r, tol: float):
         raise ValueError(f"orthant probability: the correlation matrix is not positive "
                          f"semi-definite (smallest eigenvalue {low:.3g}, beyond the tolerance "
                          f"{tol:.1g}): the state is not realisable")
-    return max(low, 0.0)
 
 
 # relative tolerance of the positive-semidefinite test of a state (here and in the modes-basis
@@ -172,7 +178,7 @@ def _grading(low: float, floor: float, ratio: int = 2, margin: int = 1) -> list[
     panels), and not below sqrt(floor): below the working precision's resolution the matrix is
     singular and the integrand analytic at s = 0.  A well-conditioned matrix gets one or two
     panels."""
-    depth = 0.5 * math.log(1 / max(low, floor, 1e-300), ratio)
+    depth = 0.5 * math.log(1 / max(low, floor, 1e-300)) / math.log(ratio)   # numba: no base
     n = max(0, min(int(math.ceil(depth)) + margin, 400))
     return [0.0] + [float(ratio) ** -k for k in range(n, 0, -1)] + [1.0]
 
@@ -265,52 +271,61 @@ def _mid_text(x) -> str:
 
 # -- float64 ----------------------------------------------------------------------------------
 
-def _panels(n_per_panel: int, edges):
-    """Gauss–Legendre nodes and weights on the panels between ``edges``."""
-    x, w = np.polynomial.legendre.leggauss(n_per_panel)
-    ts, ws = [], []
-    for a, b in zip(edges[:-1], edges[1:]):
-        ts.append(a + (b - a) * (x + 1) / 2)
-        ws.append((b - a) * w / 2)
-    return np.concatenate(ts), np.concatenate(ws)
-
-
-_RULES = {}
-
-
-def _rules(n_panels: int):
-    """(fine, coarse) Gauss–Legendre rules on ``n_panels`` panels graded by 2 towards s = 0."""
-    if n_panels not in _RULES:
-        edges = [0.0] + [0.5 ** k for k in range(n_panels - 1, 0, -1)] + [1.0]
-        _RULES[n_panels] = (_panels(16, edges), _panels(11, edges))
-    return _RULES[n_panels]
-
-
 # two rules' difference allowed: a few thousand units of rounding (the integrand's terms are
 # O(1) and its minors carry errors of a few ulps; measured <= 2e-15 on aligned states)
 FLOAT64_TOL = 1e-12
 
+# the Gauss–Legendre rules on [-1, 1] applied on every panel: 16 nodes, checked by 11
+FINE_RULE = np.polynomial.legendre.leggauss(16)
+COARSE_RULE = np.polynomial.legendre.leggauss(11)
+
+_jit = None
+
+# P4 of the last few scalar correlation matrices, keyed by their canonical ordering
+# (orthant_jit.canonical): a right-hand side asks for the same four fields in several orders
+# (K = 3: 27 calls, 12 distinct matrices).  Exact: P4 is computed from the canonical ordering
+# on every path, so a hit returns the number a new computation would.
+_MEMO: dict = {}
+_MEMO_SIZE = 256            # 0: no memo (bench/bench_orthant_float.py measures both)
+
+
+def _kernels():
+    """The compiled kernels (solvers/core/orthant_jit.py), imported on first use."""
+    global _jit
+    if _jit is None:
+        from solvers.core import orthant_jit
+        _jit = orthant_jit
+    return _jit
+
 
 def orthant4_float(*r):
     """P4 in float64 (numpy arrays broadcast); ValueError when two Gauss–Legendre rules differ
-    by more than FLOAT64_TOL."""
-    rr = [np.asarray(x, dtype=float)[..., None] for x in r]
-    low = _check_positive_semidefinite(r, _cone_tol())
-    # panels down to sqrt of the smallest eigenvalue (of the worst entry of an array), and to
-    # sqrt(float64's eigenvalue resolution) at most: below it the matrix is singular to rounding
-    fine_rule, coarse_rule = _rules(len(_grading(low, 2.0 ** -52)) - 1)
-    m = _minors(rr, lambda x: np.maximum(x, 0.0), np.sqrt, lambda x, b: np.clip(x, -b, b))
-
-    def rule(nodes):
-        s, w = nodes
-        vals = _ray_integrand(m, s, np.sqrt, np.arcsin, math.pi,
-                              clip=lambda x: np.clip(x, -1.0, 1.0))
-        return 1 / 16 + np.sum(vals * w, axis=-1)
-
-    with np.errstate(invalid="ignore", divide="ignore"):   # outside the cone: refused below
-        fine, coarse = rule(fine_rule), rule(coarse_rule)
-    diff = np.max(np.abs(fine - coarse)) if np.size(fine) else 0.0
+    by more than FLOAT64_TOL.  Each correlation matrix is integrated on panels graded towards
+    s = 0 down to sqrt of its own smallest eigenvalue, compiled (orthant_jit)."""
+    k = _kernels()
+    tol = _cone_tol()
+    if all(isinstance(x, (float, int)) for x in r):
+        key = k.canonical(tuple(float(x) for x in r))
+        if key in _MEMO:
+            return _MEMO[key]
+        fine, diff, low = k.p4(key, tol)
+    else:
+        rr = np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in r])
+        shape = rr[0].shape
+        flat = [np.ascontiguousarray(x).reshape(-1) for x in rr]
+        fine, diff, low = (np.empty(flat[0].size) for _ in range(3))
+        k.p4_many(*flat, tol, fine, diff, low)
+        fine = fine.reshape(shape)
+        diff = np.max(diff) if diff.size else 0.0
+        low = np.min(low) if low.size else 0.0
+    _check_low(low, tol)
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "
                          f"(correlation matrix outside the positive semi-definite cone?)")
-    return fine if np.ndim(fine) else float(fine)
+    if np.ndim(fine):
+        return fine
+    if _MEMO_SIZE:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = fine
+    return fine
