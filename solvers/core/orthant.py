@@ -23,11 +23,14 @@ rather than return fewer digits than it carries:
   checked on every ball), the midpoint returned; for nearly aligned fields (smallest eigenvalue
   of the correlation matrix below ALIGNED) mpmath's tanh-sinh rule at flint's precision, whose
   error estimate is checked (faster there);
-* float64: Gauss–Legendre on panels graded towards t = 1, compared with a rule of fewer nodes;
-  the functions below compiled with numba (solvers/core/orthant_jit.py, ~10 µs a matrix), from
-  the four fields' canonical ordering, with a memo of the last few matrices (a right-hand side
-  asks for the same fields in several orders); arrays broadcast (the generated ε_g and
-  coefficients vectorise over numpy arrays), each entry integrated like a scalar.
+* float64: Gauss–Legendre on panels graded towards t = 1, compared with a rule of fewer nodes,
+  compiled with numba (solvers/core/orthant_jit.py, 10–80 µs a matrix) from the four fields'
+  canonical ordering, with a memo of the last few matrices (a right-hand side asks for the same
+  fields in several orders); arrays broadcast (the generated ε_g and coefficients vectorise
+  over numpy arrays), each entry integrated like a scalar.
+
+The ray's minors, integrand and panel grading are written once, for every arithmetic, in
+solvers/core/orthant_ray.py.
 
 >>> import mpmath
 >>> with mpmath.workdps(30):
@@ -40,87 +43,7 @@ import math
 
 import numpy as np
 
-PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
-# per pair of PAIRS, the other two fields; and the position in PAIRS of the pair (a, b), either
-# order (tuples, not a dict: the float64 context compiles the functions below with numba)
-_OTHERS = ((2, 3), (1, 3), (1, 2), (0, 3), (0, 2), (0, 1))
-_INDEX = ((-1, 0, 1, 2), (0, -1, 3, 4), (1, 3, -1, 5), (2, 4, 5, -1))
-
-
-def _ray_derivative(r, t, sqrt, asin, pi):
-    """d/dt P4(t r) = Σ_ab r_ab dP4/dr_ab(t r), in the arithmetic of the given functions."""
-    s = [t * x for x in r]
-    total = 0
-    for k, (a, b) in enumerate(PAIRS):
-        c, d = _OTHERS[k]
-        rab = s[k]
-        rca, rcb, rda, rdb = s[_INDEX[c][a]], s[_INDEX[c][b]], s[_INDEX[d][a]], s[_INDEX[d][b]]
-        rcd = s[_INDEX[c][d]]
-        one = 1 - rab * rab
-        num = rcd * one - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda))
-        vc = one - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)
-        vd = one - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)
-        rc = num / (sqrt(vc) * sqrt(vd))
-        total = total + r[k] * (0.25 + asin(rc) / (2 * pi)) / (2 * pi * sqrt(one))
-    return total
-
-
-def _minors(r, clamp, sqrt, clip):
-    """Per pair (a, b) of PAIRS: the minors of the correlation matrix R that make the minors of
-    S(u) = (1 - u) R + u I polynomials in u without cancellation near u = 0 (t = 1 - u on
-    Plackett's ray).  ``clamp(x)`` = max(x, 0), ``clip(x, m)`` clips x into [-m, m]: the
-    principal minors are kept non-negative and the three-field ones below the two-field ones
-    they contain, and the cofactor within Cauchy–Schwarz of the two it couples, as they are for
-    every positive semi-definite R.  A rank-deficient R (aligned fields, the end of learning)
-    then gives exactly zero minors rather than a rounding residue of either sign, and the
-    integrand stays analytic at s = 0.  Scalars only (the float64 context compiles this with
-    numba, arrays loop over it there)."""
-    out = []
-    for k, (a, b) in enumerate(PAIRS):
-        c, d = _OTHERS[k]
-        rab = r[k]
-        rca, rcb, rda, rdb = r[_INDEX[c][a]], r[_INDEX[c][b]], r[_INDEX[d][a]], r[_INDEX[d][b]]
-        rcd = r[_INDEX[c][d]]
-        d2 = clamp((1 - rab) * (1 + rab))
-        m_ac, m_bc = clamp((1 - rca) * (1 + rca)), clamp((1 - rcb) * (1 + rcb))
-        m_ad, m_bd = clamp((1 - rda) * (1 + rda)), clamp((1 - rdb) * (1 + rdb))
-        d3c = clip(clamp((1 - rab * rab) - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)),
-                   min(d2, m_ac, m_bc))
-        d3d = clip(clamp((1 - rab * rab) - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)),
-                   min(d2, m_ad, m_bd))
-        cof3 = clip((1 - rab * rab) * rcd - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda)),
-                    sqrt(d3c * d3d))
-        cof2 = (rcd - rdb * rcb) + (rcd - rda * rca)
-        out.append((rab, d2, d3c, d2 + m_ac + m_bc, d3d, d2 + m_ad + m_bd, cof3, cof2, rcd))
-    return out
-
-
-def _ray_integrand(minors, s, sqrt, asin, pi, clip=None):
-    """The integrand of P4 = 1/16 + ∫_0^1 (...) ds after t = 1 - s² on Plackett's ray.
-
-    At t = 1 - u the minors of t R + (1 - t) I are polynomials in u whose coefficients are
-    minors of R (``_minors``), so nothing cancels as u -> 0; the substitution u = s² turns the
-    square-root end-point singularity of a singular R into an analytic integrand in s, and the
-    near-singular case into singularities at distance ~ sqrt(smallest eigenvalue) from s = 0,
-    which the callers' rules grade towards.  ``clip``: clamps the partial correlation into
-    [-1, 1] against rounding (float and mpmath contexts)."""
-    u = s * s
-    v = 1 - u
-    v2 = v * v
-    v3 = v2 * v
-    total = 0
-    for rab, d2, d3c, e2c, d3d, e2d, cof3, cof2, rcd in minors:
-        one = d2 * v2 + u * (1 + v)
-        vc = d3c * v3 + e2c * u * v2 + 3 * u * u * v + u * u * u
-        vd = d3d * v3 + e2d * u * v2 + 3 * u * u * v + u * u * u
-        num = cof3 * v3 + cof2 * u * v2 + rcd * u * u * v
-        rc = num / (sqrt(vc) * sqrt(vd))
-        if clip is not None:
-            rc = clip(rc)
-        # dt = 2 s ds; 2 s / sqrt(one) stays finite as s -> 0 when r_ab = ±1
-        total = total + rab * (0.25 + asin(rc) / (2 * pi)) * (2 * s / sqrt(one)) / (2 * pi)
-    return total
-
+from solvers.core.orthant_ray import PAIRS, grading, minors, ray_derivative, ray_integrand
 
 def _smallest_eigenvalue(r):
     """The smallest eigenvalue of the correlation matrix of r (float64 screen; arrays
@@ -172,17 +95,6 @@ def _cone_tol() -> float:
     return PSD_TOL
 
 
-def _grading(low: float, floor: float, ratio: int = 2, margin: int = 1) -> list[float]:
-    """Split points of [0, 1] in s, shrinking by ``ratio`` towards 0 down to ~sqrt of the
-    smallest eigenvalue (where the integrand's nearest singularities sit; ``margin`` more
-    panels), and not below sqrt(floor): below the working precision's resolution the matrix is
-    singular and the integrand analytic at s = 0.  A well-conditioned matrix gets one or two
-    panels."""
-    depth = 0.5 * math.log(1 / max(low, floor, 1e-300)) / math.log(ratio)   # numba: no base
-    n = max(0, min(int(math.ceil(depth)) + margin, 400))
-    return [0.0] + [float(ratio) ** -k for k in range(n, 0, -1)] + [1.0]
-
-
 # -- mpmath -----------------------------------------------------------------------------------
 
 def orthant4_mpmath(*r):
@@ -196,12 +108,12 @@ def orthant4_mpmath(*r):
         zero, one = mp.mpf(0), mp.mpf(1)
         # the minors of the given (exact) correlations exactly: cubic in them
         with mp.workprec(3 * mp.mp.prec + 64):
-            m = _minors(rr, lambda x: x if x > 0 else zero, mp.sqrt,
+            m = minors(rr, lambda x: x if x > 0 else zero, mp.sqrt,
                         lambda x, b: max(-b, min(b, x)))
         m = [[+x for x in row] for row in m]
 
         def f(s):
-            return _ray_integrand(m, s, mp.sqrt, mp.asin, mp.pi,
+            return ray_integrand(m, s, mp.sqrt, mp.asin, mp.pi,
                                   clip=lambda x: max(-one, min(one, x)))
 
         # tanh-sinh on panels graded by 4 towards s = 0 (the nearly singular end): measured
@@ -209,7 +121,7 @@ def orthant4_mpmath(*r):
         # graded by 2 or 8
         # below 10^-dps the smallest eigenvalue is within the inputs' own rounding, which moves P4
         # by ~sqrt(10^-dps) there anyway: no panels below that scale
-        pts = [mp.mpf(x) for x in _grading(low, 10.0 ** -dps, 4, 0)]
+        pts = [mp.mpf(x) for x in grading(low, 10.0 ** -dps, 4, 0)]
         val, err = mp.quad(f, pts, error=True)
         if not err < mp.mpf(10) ** (-dps - 1):
             raise ValueError(f"orthant probability: quadrature error {mp.nstr(err, 3)} above "
@@ -249,7 +161,7 @@ def orthant4_arb(*r):
             if analytic and not w.real > 0:
                 return acb(arb("nan"))
             return -1j * (1j * z + w.sqrt(analytic=analytic)).log(analytic=analytic)
-        return _ray_derivative(rr, t, lambda z: sqrt_(z, analytic), asin, pi)
+        return ray_derivative(rr, t, lambda z: sqrt_(z, analytic), asin, pi)
 
     val = acb.integral(f, 0, 1).real + arb(1) / 16
     if not val.is_finite() or val.rad() > val.mid().abs_upper() * arb(2) ** (-ctx.prec + 8):
@@ -274,10 +186,6 @@ def _mid_text(x) -> str:
 # two rules' difference allowed: a few thousand units of rounding (the integrand's terms are
 # O(1) and its minors carry errors of a few ulps; measured <= 2e-15 on aligned states)
 FLOAT64_TOL = 1e-12
-
-# the Gauss–Legendre rules on [-1, 1] applied on every panel: 16 nodes, checked by 11
-FINE_RULE = np.polynomial.legendre.leggauss(16)
-COARSE_RULE = np.polynomial.legendre.leggauss(11)
 
 _jit = None
 

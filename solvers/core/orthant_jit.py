@@ -1,12 +1,13 @@
-"""The float64 orthant probability P4 compiled with numba: the functions of
-solvers/core/orthant.py (the minors, the integrand in s, the grading of the panels) compiled from
-their one source, with the two Gauss–Legendre rules summed and compared in the same compiled
+"""The float64 orthant probability P4 compiled with numba: the functions of Plackett's ray
+(solvers/core/orthant_ray.py: the minors, the integrand in s, the grading of the panels) compiled
+from their one source, the two Gauss–Legendre rules summed and compared in the same compiled
 call, one correlation matrix at a time (arrays loop here, each entry with its own grading).
 
-A module of its own so that importing the number contexts does not import numba (~1 s of CPU);
-orthant4_float loads it on first use.  Its kernels live in the cache of generated artifacts
-(solvers/core/artifacts.numba_kernels), dropped when orthant.py changes: the functions compiled
-into them are that file's.
+A module of its own so that importing the number contexts does not import numba (~1 s of CPU):
+solvers/core/orthant.py's orthant4_float loads it on first use and refuses what these kernels
+report (the smallest eigenvalue, the two rules' difference).  The kernels live in the cache of
+generated artifacts (solvers/core/artifacts.numba_kernels), dropped when orthant_ray.py
+changes: the functions compiled into them are that file's.
 """
 from __future__ import annotations
 
@@ -16,21 +17,23 @@ import math
 import numpy as np
 from numba import njit
 
-from solvers.core import orthant as _o
+from solvers.core import orthant_ray as _ray
 from solvers.core.artifacts import numba_kernels
 
-PAIRS = _o.PAIRS
+PAIRS, _INDEX = _ray.PAIRS, _ray.INDEX
 # the 24 relabellings of the four fields, under which P4 is invariant
 _RELABELLINGS = tuple(itertools.permutations(range(4)))
-_INDEX = _o._INDEX
-# the two rules on [-1, 1], frozen into the compiled code as constants
-_FINE_X, _FINE_W = _o.FINE_RULE
-_COARSE_X, _COARSE_W = _o.COARSE_RULE
+# the Gauss–Legendre rules on [-1, 1] applied on every panel, 16 nodes checked by 11: frozen
+# into the compiled code as constants
+_FINE_X, _FINE_W = np.polynomial.legendre.leggauss(16)
+_COARSE_X, _COARSE_W = np.polynomial.legendre.leggauss(11)
 
-# the shared functions, compiled (numba specialises them on the functions passed in)
-_minors = njit(inline="always")(_o._minors)
-_ray_integrand = njit(inline="always")(_o._ray_integrand)
-_grading = njit(nogil=True)(_o._grading)
+# the shared functions, compiled; inlined where they are called, so that the functions of the
+# arithmetic passed to them become direct calls (passed as values between compiled functions
+# they would be run-time addresses, which numba cannot cache)
+_minors = njit(inline="always")(_ray.minors)
+_ray_integrand = njit(inline="always")(_ray.ray_integrand)
+_grading = njit(nogil=True)(_ray.grading)
 
 
 @njit(nogil=True)
@@ -165,4 +168,4 @@ def p4_many(r0, r1, r2, r3, r4, r5, tol, out, diff, low):
         out[i], diff[i], low[i] = p4(canonical((r0[i], r1[i], r2[i], r3[i], r4[i], r5[i])), tol)
 
 
-numba_kernels(globals(), dependencies=(_o.__file__,))
+numba_kernels(globals(), dependencies=(_ray.__file__,))
