@@ -73,6 +73,8 @@ def test_closed_forms_scalar_and_array(r, exact):
     assert abs(_fresh(r) - exact) < WELL
     got = O.orthant4_float(*[np.full(3, x) for x in r])
     assert got.shape == (3,) and np.all(np.abs(got - exact) < WELL)
+    zero_d = O.orthant4_float(*[np.asarray(x) for x in r])      # 0-d arrays: a float back
+    assert isinstance(zero_d, float) and abs(zero_d - exact) < WELL
 
 
 def test_random_matrices_against_mpmath_at_30_digits():

@@ -217,23 +217,25 @@ def orthant4_float(*r):
         if key in _MEMO:
             return _MEMO[key]
         fine, diff, low = k.p4(key, tol)
-    else:
-        rr = np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in r])
-        shape = rr[0].shape
-        flat = [np.ascontiguousarray(x).reshape(-1) for x in rr]
-        fine, diff, low = (np.empty(flat[0].size) for _ in range(3))
-        k.p4_many(*flat, tol, fine, diff, low)
-        fine = fine.reshape(shape)
-        diff = np.max(diff) if diff.size else 0.0
-        low = np.min(low) if low.size else 0.0
+        _refuse(low, diff, tol)
+        if _MEMO_SIZE:
+            if len(_MEMO) >= _MEMO_SIZE:
+                _MEMO.clear()
+            _MEMO[key] = fine
+        return fine
+    rr = np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in r])
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in rr]
+    fine, diff, low = (np.empty(flat[0].size) for _ in range(3))
+    k.p4_many(*flat, tol, fine, diff, low)
+    if fine.size:
+        _refuse(np.min(low), np.max(diff), tol)
+    fine = fine.reshape(rr[0].shape)
+    return fine if fine.ndim else float(fine)
+
+
+def _refuse(low: float, diff: float, tol: float) -> None:
+    """The float64 refusals: outside the cone or not finite, or two rules that disagree."""
     _check_low(low, tol)
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "
                          f"(correlation matrix outside the positive semi-definite cone?)")
-    if np.ndim(fine):
-        return fine
-    if _MEMO_SIZE:
-        if len(_MEMO) >= _MEMO_SIZE:
-            _MEMO.clear()
-        _MEMO[key] = fine
-    return fine
