@@ -64,11 +64,15 @@ RK_STEPS, RK_POWER, RK_FEVAL, RK_L, RK_FAMILY = 13.9, 0.67, 85e-6, 600.0, 1.5
 # A ReLU student or teacher: its integrals are orthant probabilities (quadrature), not erf's
 # closed forms.  Measured (relu/relu K = M = 2, L = 1, η = 0.5, σ_J = 0.3, α_max = 30, the
 # RK7(8) pair, 200 points): 259 steps in the check run where the erf law gives 85 (the
-# right-hand side is only piecewise smooth) and 1.7 ms a right-hand side against the family's
-# 128 µs (x13); the same request on 20 points took half the CPU time (4.9 s against 9.9 s),
-# so the steps' factor is set between the two (2.2).  Near convergence the steps grow further
-# (the covariance turns singular): the law is a lower bound there.
-RK_RELU_STEPS, RK_RELU_FEVAL = 2.2, 13.0
+# right-hand side is only piecewise smooth); the same request on 20 points took half the CPU
+# time, so the steps' factor is set between the two (2.2).  Near convergence the steps grow
+# further (the covariance turns singular): the law is a lower bound there.  A right-hand side
+# costs RK_RELU_FEVAL times the family's (the compiled orthant probability, 10–80 µs a call,
+# 2 calls at K = M = 2 and 27 at K = M = 3), and the process RK_RELU_START more seconds for
+# numba and the compiled kernels' load; fitted to whole `solve` processes (L = 1, N = 1024,
+# η = 0.5, σ_J = 0.3, 20 points; CPU s): K = M = 2 to α = 30 and 300: 5.8, 11.5; K = M = 3 to
+# α = 100 and 800: 8.7, 46.5 (measured / estimated 0.97, 0.94, 0.69, 1.25).
+RK_RELU_STEPS, RK_RELU_FEVAL, RK_RELU_START = 2.2, 3.5, 3.0
 
 # */flint/taylor/settle: steps of a run = TAYLOR_STEPS ln(1 + η α_max) + η λ_1 α_max
 # TAYLOR_STIFF / p, a jet of order p = 1.2 digits(rtol) + 3.5 over L n entries: TAYLOR_STEP +
@@ -187,7 +191,7 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
         steps = RK_STEPS * max(x, 1.0) ** RK_POWER * (RK_RELU_STEPS if relu else 1.0)
         per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0) \
             * (RK_RELU_FEVAL if relu else 1.0)
-        ode = steps * (1 + FIRST_RUN_SHARE) * per
+        ode = steps * (1 + FIRST_RUN_SHARE) * per + (RK_RELU_START if relu else 0.0)
         route, prec = plan.route, f"float64, {s.digits} digits verified"
     else:
         dps2 = plan.check.dps if plan.verify == "fixed" else plan.ladder[0].check.dps
