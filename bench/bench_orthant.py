@@ -24,6 +24,7 @@ import mpmath  # noqa: E402
 import numpy as np  # noqa: E402
 
 from solvers.core import orthant as O  # noqa: E402
+from solvers.core.orthant_ray import ray_derivative  # noqa: E402
 
 CASES = {"moderate": ["0.3", "0.1", "-0.2", "0.25", "0.4", "0.05"],
          "aligned (r12 = 0.99)": ["0.99", "0.5", "0.5", "0.5", "0.5", "0.3"]}
@@ -63,7 +64,7 @@ def main():
                 rr = [mpmath.mpf(x) for x in r]
 
                 def plain():
-                    f = lambda t: O._ray_derivative(rr, t, mpmath.sqrt, mpmath.asin, mpmath.pi)  # noqa: E731
+                    f = lambda t: ray_derivative(rr, t, mpmath.sqrt, mpmath.asin, mpmath.pi)  # noqa: E731
                     return mpmath.mpf(1) / 16 + mpmath.quad(f, [0, 1])
                 t_p, v_p = timed(plain, 2)
                 t_m, v_m = timed(lambda: O.orthant4_mpmath(*rr), 2)

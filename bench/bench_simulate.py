@@ -174,6 +174,9 @@ def whole_command(repeat, div, isas=("native",)):
         for _, isa, g in ((r, i, g) for r in range(repeat) for i in isas for g in specs):
             spec = specs[g]
             env = {**os.environ, "SCALING_ODES_CKERNEL_ISA": isa}
+            # imports reuse (and write) compiled bytecode, as Python does by default and as an
+            # installed package has it: without it each run compiles ~90 modules (~0.45 s CPU)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
             la = load1()
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
@@ -280,6 +283,21 @@ def main(argv=None):
                   f"| {r['naive']:,.0f} \\| {r['naive_cpu']:,.0f} | **{rate / r['naive']:.1f}x** "
                   f"| {r['cpu']:.2f} | {cpu_ratio:.1f}x "
                   f"| {r['load']:.1f}-{r['load_end']:.1f} |")
+        print("\nMedians over the rounds, command / naive of the same round:\n")
+        print("| path | generator | threads (per round) | command CPU s | command wall s "
+              "| per CPU s | wall | load |")
+        print("|---|---|---|---:|---:|---:|---:|---|")
+        for isa in isas:
+            for g in sorted({r["generator"] for r in rows}):
+                rs = [r for r in rows if r["isa"] == isa and r["generator"] == g]
+                cpu_r = [(r["steps"] / r["cpu"]) / r["naive_cpu"] for r in rs]
+                wall_r = [(r["steps"] / r["wall"]) / r["naive"] for r in rs]
+                print(f"| {isa} | {g} | {','.join(str(r['threads']) for r in rs)} "
+                      f"| {np.median([r['cpu'] for r in rs]):.2f} "
+                      f"| {np.median([r['wall'] for r in rs]):.2f} "
+                      f"| **{np.median(cpu_r):.1f}x** ({min(cpu_r):.1f}-{max(cpu_r):.1f}) "
+                      f"| **{np.median(wall_r):.1f}x** ({min(wall_r):.1f}-{max(wall_r):.1f}) "
+                      f"| {min(r['load'] for r in rs):.1f}-{max(r['load_end'] for r in rs):.1f} |")
         print()
 
     if "seeds" in parts:

@@ -114,15 +114,16 @@ def test_every_instruction_set_path_runs_the_same_steps(kernel, isa):
     IEEE operations in the same order element by element (csrc/sgd_rows.c), so each path's run
     is the native path's bit for bit, the native path being compared with the numba kernel in
     test_trajectory_agrees_with_the_numba_kernel.  The cases cover N mod 32 != 0, a chunk that
-    is partly trainable and several rows (one thread: the cut in two threads gives the same bits
-    on any path, test_two_threads_give_the_same_bits)."""
+    is partly trainable, several rows and K = M = 2 (compiled on its own); one thread: the cut
+    in two threads gives the same bits on any path (test_two_threads_give_the_same_bits)."""
     try:
         other = ckernel.variant(isa)
     except OSError as exc:
         pytest.fail(f"the {isa} path does not build: {exc}")
     cases = [dict(activation="erf", K=3, M=2, N=200, L=4, beta=0.5, eta=0.3, sigma_J=0.5,
                   alphas=[0, 1, 1.5], n_trainable=117, untrainable="frozen"),
-             {**CASES["erf K5 M4 N96"], "alphas": [0, 2]}]
+             {**CASES["erf K5 M4 N96"], "alphas": [0, 2]},
+             {**CASES["erf K2 M2 N1000 mask"], "alphas": [0, 2]}]
     for case in cases:
         for generator in ("xoshiro", "float32"):
             kw = {**case, "generator": generator, "threads": 1}
@@ -144,6 +145,10 @@ CASES = {
                                   sigma_J=0.2, alphas=[0, 30], n_trainable=40),
     "erf K5 M4 N96": dict(activation="erf", K=5, M=4, N=96, L=3, beta=2.0, eta=1.0,
                           sigma_J=0.1, alphas=[0, 20]),
+    # the defaults' K = M = 2, which the C kernel compiles as a case of its own
+    "erf K2 M2 N1000 mask": dict(activation="erf", K=2, M=2, N=1000, L=8, beta=1.0, eta=0.3,
+                                 sigma_J=0.3, alphas=[0, 3, 6], n_trainable=611,
+                                 untrainable="frozen"),
 }
 
 

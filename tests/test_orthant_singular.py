@@ -18,6 +18,7 @@ import pytest
 
 from solvers.core import orthant as O
 from solvers.core.numbers import context
+from solvers.core.orthant_ray import ray_derivative
 
 pytestmark = [pytest.mark.closed_form, pytest.mark.higher_precision]
 
@@ -108,7 +109,7 @@ def _plackett_t(r, gap):
         depth = int(math.log2(1 / float(gap))) + 8
         pts = [0] + [1 - mpmath.mpf(2) ** -k for k in range(1, depth)] + [1]
         return mpmath.mpf(1) / 16 + mpmath.quad(
-            lambda t: O._ray_derivative(rr, t, mpmath.sqrt, mpmath.asin, mpmath.pi), pts)
+            lambda t: ray_derivative(rr, t, mpmath.sqrt, mpmath.asin, mpmath.pi), pts)
 
 
 @pytest.mark.parametrize("gap", ["1e-4", "1e-8", "1e-12"])

@@ -75,6 +75,7 @@ RK_STEPS, RK_POWER, RK_FEVAL, RK_L, RK_FAMILY = 13.9, 0.67, 85e-6, 600.0, 1.5
 # (meta.converged_at_alpha), where this law, counting to α_max, is an upper bound.
 RELU_ORTHANT = 1.2e-3
 RELU_STEPS0, RELU_STEP_X = 20.0, 1.5
+RELU_START = 3.0
 
 
 def relu_orthant_calls(K: int, M: int) -> int:
@@ -207,13 +208,14 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
         route, prec = fast.route, f"float64, {s.digits} digits verified"
     elif plan.arithmetic == "float64":
         x = eta * top_eigenvalue(spec) * top
+        relu = "relu" in (m.student, m.teacher)
         per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0)
         if m.student == "relu":
             steps = RELU_STEPS0 + x / RELU_STEP_X + points
             per += 13 * RELU_ORTHANT * relu_orthant_calls(m.K, m.M)
         else:
             steps = RK_STEPS * max(x, 1.0) ** RK_POWER
-        ode = steps * (1 + FIRST_RUN_SHARE) * per
+        ode = steps * (1 + FIRST_RUN_SHARE) * per + (RELU_START if relu else 0.0)
         route, prec = plan.route, f"float64, {s.digits} digits verified"
     else:
         dps2 = plan.check.dps if plan.verify == "fixed" else plan.ladder[0].check.dps

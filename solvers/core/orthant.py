@@ -23,8 +23,14 @@ rather than return fewer digits than it carries:
   checked on every ball), the midpoint returned; for nearly aligned fields (smallest eigenvalue
   of the correlation matrix below ALIGNED) mpmath's tanh-sinh rule at flint's precision, whose
   error estimate is checked (faster there);
-* float64: Gauss–Legendre on panels graded towards t = 1, compared with a rule of fewer nodes;
-  arrays broadcast (the generated ε_g and coefficients vectorise over numpy arrays).
+* float64: Gauss–Legendre on panels graded towards t = 1, compared with a rule of fewer nodes,
+  compiled with numba (solvers/core/orthant_jit.py, 10–80 µs a matrix) from the four fields'
+  canonical ordering, with a memo of the last few matrices (a right-hand side asks for the same
+  fields in several orders); arrays broadcast (the generated ε_g and coefficients vectorise
+  over numpy arrays), each entry integrated like a scalar.
+
+The ray's minors, integrand and panel grading are written once, for every arithmetic, in
+solvers/core/orthant_ray.py.
 
 >>> import mpmath
 >>> with mpmath.workdps(30):
@@ -37,89 +43,7 @@ import math
 
 import numpy as np
 
-PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
-_INDEX = {p: k for k, p in enumerate(PAIRS)}
-
-
-def _r(s, a, b):
-    return s[_INDEX[(a, b) if a < b else (b, a)]]
-
-
-def _ray_derivative(r, t, sqrt, asin, pi):
-    """d/dt P4(t r) = Σ_ab r_ab dP4/dr_ab(t r), in the arithmetic of the given functions."""
-    s = [t * x for x in r]
-    total = 0
-    for k, (a, b) in enumerate(PAIRS):
-        c, d = [i for i in range(4) if i not in (a, b)]
-        rab = s[k]
-        rca, rcb, rda, rdb, rcd = _r(s, c, a), _r(s, c, b), _r(s, d, a), _r(s, d, b), _r(s, c, d)
-        one = 1 - rab * rab
-        num = rcd * one - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda))
-        vc = one - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)
-        vd = one - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)
-        rc = num / (sqrt(vc) * sqrt(vd))
-        total = total + r[k] * (0.25 + asin(rc) / (2 * pi)) / (2 * pi * sqrt(one))
-    return total
-
-
-def _minors(r, clamp, sqrt, clip):
-    """Per pair (a, b) of PAIRS: the minors of the correlation matrix R that make the minors of
-    S(u) = (1 - u) R + u I polynomials in u without cancellation near u = 0 (t = 1 - u on
-    Plackett's ray).  ``clamp(x)`` = max(x, 0), ``clip(x, m)`` clips x into [-m, m]: the
-    principal minors are kept non-negative and the three-field ones below the two-field ones
-    they contain, and the cofactor within Cauchy–Schwarz of the two it couples, as they are for
-    every positive semi-definite R.  A rank-deficient R (aligned fields, the end of learning)
-    then gives exactly zero minors rather than a rounding residue of either sign, and the
-    integrand stays analytic at s = 0."""
-    out = []
-    for k, (a, b) in enumerate(PAIRS):
-        c, d = [i for i in range(4) if i not in (a, b)]
-        rab = r[k]
-        rca, rcb, rda, rdb, rcd = _r(r, c, a), _r(r, c, b), _r(r, d, a), _r(r, d, b), _r(r, c, d)
-        d2 = clamp((1 - rab) * (1 + rab))
-        m_ac, m_bc = clamp((1 - rca) * (1 + rca)), clamp((1 - rcb) * (1 + rcb))
-        m_ad, m_bd = clamp((1 - rda) * (1 + rda)), clamp((1 - rdb) * (1 + rdb))
-        d3c = clip(clamp((1 - rab * rab) - (rca * rca + rcb * rcb - 2 * rab * rca * rcb)),
-                   _least(_least(d2, m_ac), m_bc))
-        d3d = clip(clamp((1 - rab * rab) - (rda * rda + rdb * rdb - 2 * rab * rda * rdb)),
-                   _least(_least(d2, m_ad), m_bd))
-        cof3 = clip((1 - rab * rab) * rcd - (rca * rda + rcb * rdb - rab * (rca * rdb + rcb * rda)),
-                    sqrt(d3c * d3d))
-        cof2 = (rcd - rdb * rcb) + (rcd - rda * rca)
-        out.append((rab, d2, d3c, d2 + m_ac + m_bc, d3d, d2 + m_ad + m_bd, cof3, cof2, rcd))
-    return out
-
-
-def _least(x, y):
-    return np.minimum(x, y) if isinstance(x, np.ndarray) else (x if not y < x else y)
-
-
-def _ray_integrand(minors, s, sqrt, asin, pi, clip=None):
-    """The integrand of P4 = 1/16 + ∫_0^1 (...) ds after t = 1 - s² on Plackett's ray.
-
-    At t = 1 - u the minors of t R + (1 - t) I are polynomials in u whose coefficients are
-    minors of R (``_minors``), so nothing cancels as u -> 0; the substitution u = s² turns the
-    square-root end-point singularity of a singular R into an analytic integrand in s, and the
-    near-singular case into singularities at distance ~ sqrt(smallest eigenvalue) from s = 0,
-    which the callers' rules grade towards.  ``clip``: clamps the partial correlation into
-    [-1, 1] against rounding (float and mpmath contexts)."""
-    u = s * s
-    v = 1 - u
-    v2 = v * v
-    v3 = v2 * v
-    total = 0
-    for rab, d2, d3c, e2c, d3d, e2d, cof3, cof2, rcd in minors:
-        one = d2 * v2 + u * (1 + v)
-        vc = d3c * v3 + e2c * u * v2 + 3 * u * u * v + u * u * u
-        vd = d3d * v3 + e2d * u * v2 + 3 * u * u * v + u * u * u
-        num = cof3 * v3 + cof2 * u * v2 + rcd * u * u * v
-        rc = num / (sqrt(vc) * sqrt(vd))
-        if clip is not None:
-            rc = clip(rc)
-        # dt = 2 s ds; 2 s / sqrt(one) stays finite as s -> 0 when r_ab = ±1
-        total = total + rab * (0.25 + asin(rc) / (2 * pi)) * (2 * s / sqrt(one)) / (2 * pi)
-    return total
-
+from solvers.core.orthant_ray import PAIRS, grading, minors, ray_derivative, ray_integrand
 
 def _smallest_eigenvalue(r):
     """The smallest eigenvalue of the correlation matrix of r (float64 screen; arrays
@@ -142,6 +66,12 @@ def _check_positive_semidefinite(r, tol: float):
     ``tol`` (a matrix further outside the cone is not a state of the ODEs).  Returns the
     smallest eigenvalue, clamped at 0 (the smallest over an array)."""
     low = float(np.min(_smallest_eigenvalue(r)))
+    _check_low(low, tol)
+    return max(low, 0.0)
+
+
+def _check_low(low: float, tol: float) -> None:
+    """The refusal of ``_check_positive_semidefinite`` given the smallest eigenvalue."""
     if low == -math.inf:
         raise ValueError("orthant probability: a correlation is not finite (the right-hand "
                          "side lost its digits before it got here)")
@@ -149,7 +79,6 @@ def _check_positive_semidefinite(r, tol: float):
         raise ValueError(f"orthant probability: the correlation matrix is not positive "
                          f"semi-definite (smallest eigenvalue {low:.3g}, beyond the tolerance "
                          f"{tol:.1g}): the state is not realisable")
-    return max(low, 0.0)
 
 
 # relative tolerance of the positive-semidefinite test of a state (here and in the modes-basis
@@ -166,17 +95,6 @@ def _cone_tol() -> float:
     return PSD_TOL
 
 
-def _grading(low: float, floor: float, ratio: int = 2, margin: int = 1) -> list[float]:
-    """Split points of [0, 1] in s, shrinking by ``ratio`` towards 0 down to ~sqrt of the
-    smallest eigenvalue (where the integrand's nearest singularities sit; ``margin`` more
-    panels), and not below sqrt(floor): below the working precision's resolution the matrix is
-    singular and the integrand analytic at s = 0.  A well-conditioned matrix gets one or two
-    panels."""
-    depth = 0.5 * math.log(1 / max(low, floor, 1e-300), ratio)
-    n = max(0, min(int(math.ceil(depth)) + margin, 400))
-    return [0.0] + [float(ratio) ** -k for k in range(n, 0, -1)] + [1.0]
-
-
 # -- mpmath -----------------------------------------------------------------------------------
 
 def orthant4_mpmath(*r):
@@ -190,12 +108,12 @@ def orthant4_mpmath(*r):
         zero, one = mp.mpf(0), mp.mpf(1)
         # the minors of the given (exact) correlations exactly: cubic in them
         with mp.workprec(3 * mp.mp.prec + 64):
-            m = _minors(rr, lambda x: x if x > 0 else zero, mp.sqrt,
+            m = minors(rr, lambda x: x if x > 0 else zero, mp.sqrt,
                         lambda x, b: max(-b, min(b, x)))
         m = [[+x for x in row] for row in m]
 
         def f(s):
-            return _ray_integrand(m, s, mp.sqrt, mp.asin, mp.pi,
+            return ray_integrand(m, s, mp.sqrt, mp.asin, mp.pi,
                                   clip=lambda x: max(-one, min(one, x)))
 
         # tanh-sinh on panels graded by 4 towards s = 0 (the nearly singular end): measured
@@ -203,7 +121,7 @@ def orthant4_mpmath(*r):
         # graded by 2 or 8
         # below 10^-dps the smallest eigenvalue is within the inputs' own rounding, which moves P4
         # by ~sqrt(10^-dps) there anyway: no panels below that scale
-        pts = [mp.mpf(x) for x in _grading(low, 10.0 ** -dps, 4, 0)]
+        pts = [mp.mpf(x) for x in grading(low, 10.0 ** -dps, 4, 0)]
         val, err = mp.quad(f, pts, error=True)
         if not err < mp.mpf(10) ** (-dps - 1):
             raise ValueError(f"orthant probability: quadrature error {mp.nstr(err, 3)} above "
@@ -243,7 +161,7 @@ def orthant4_arb(*r):
             if analytic and not w.real > 0:
                 return acb(arb("nan"))
             return -1j * (1j * z + w.sqrt(analytic=analytic)).log(analytic=analytic)
-        return _ray_derivative(rr, t, lambda z: sqrt_(z, analytic), asin, pi)
+        return ray_derivative(rr, t, lambda z: sqrt_(z, analytic), asin, pi)
 
     val = acb.integral(f, 0, 1).real + arb(1) / 16
     if not val.is_finite() or val.rad() > val.mid().abs_upper() * arb(2) ** (-ctx.prec + 8):
@@ -265,52 +183,59 @@ def _mid_text(x) -> str:
 
 # -- float64 ----------------------------------------------------------------------------------
 
-def _panels(n_per_panel: int, edges):
-    """Gauss–Legendre nodes and weights on the panels between ``edges``."""
-    x, w = np.polynomial.legendre.leggauss(n_per_panel)
-    ts, ws = [], []
-    for a, b in zip(edges[:-1], edges[1:]):
-        ts.append(a + (b - a) * (x + 1) / 2)
-        ws.append((b - a) * w / 2)
-    return np.concatenate(ts), np.concatenate(ws)
-
-
-_RULES = {}
-
-
-def _rules(n_panels: int):
-    """(fine, coarse) Gauss–Legendre rules on ``n_panels`` panels graded by 2 towards s = 0."""
-    if n_panels not in _RULES:
-        edges = [0.0] + [0.5 ** k for k in range(n_panels - 1, 0, -1)] + [1.0]
-        _RULES[n_panels] = (_panels(16, edges), _panels(11, edges))
-    return _RULES[n_panels]
-
-
 # two rules' difference allowed: a few thousand units of rounding (the integrand's terms are
 # O(1) and its minors carry errors of a few ulps; measured <= 2e-15 on aligned states)
 FLOAT64_TOL = 1e-12
 
+_jit = None
+
+# P4 of the last few scalar correlation matrices, keyed by their canonical ordering
+# (orthant_jit.canonical): a right-hand side asks for the same four fields in several orders
+# (K = 3: 27 calls, 12 distinct matrices).  Exact: P4 is computed from the canonical ordering
+# on every path, so a hit returns the number a new computation would.
+_MEMO: dict = {}
+_MEMO_SIZE = 256            # 0: no memo (bench/bench_orthant_float.py measures both)
+
+
+def _kernels():
+    """The compiled kernels (solvers/core/orthant_jit.py), imported on first use."""
+    global _jit
+    if _jit is None:
+        from solvers.core import orthant_jit
+        _jit = orthant_jit
+    return _jit
+
 
 def orthant4_float(*r):
     """P4 in float64 (numpy arrays broadcast); ValueError when two Gauss–Legendre rules differ
-    by more than FLOAT64_TOL."""
-    rr = [np.asarray(x, dtype=float)[..., None] for x in r]
-    low = _check_positive_semidefinite(r, _cone_tol())
-    # panels down to sqrt of the smallest eigenvalue (of the worst entry of an array), and to
-    # sqrt(float64's eigenvalue resolution) at most: below it the matrix is singular to rounding
-    fine_rule, coarse_rule = _rules(len(_grading(low, 2.0 ** -52)) - 1)
-    m = _minors(rr, lambda x: np.maximum(x, 0.0), np.sqrt, lambda x, b: np.clip(x, -b, b))
+    by more than FLOAT64_TOL.  Each correlation matrix is integrated on panels graded towards
+    s = 0 down to sqrt of its own smallest eigenvalue, compiled (orthant_jit)."""
+    k = _kernels()
+    tol = _cone_tol()
+    if all(isinstance(x, (float, int)) for x in r):
+        key = k.canonical(tuple(float(x) for x in r))
+        if key in _MEMO:
+            return _MEMO[key]
+        fine, diff, low = k.p4(key, tol)
+        _refuse(low, diff, tol)
+        if _MEMO_SIZE:
+            if len(_MEMO) >= _MEMO_SIZE:
+                _MEMO.clear()
+            _MEMO[key] = fine
+        return fine
+    rr = np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in r])
+    flat = [np.ascontiguousarray(x).reshape(-1) for x in rr]
+    fine, diff, low = (np.empty(flat[0].size) for _ in range(3))
+    k.p4_many(*flat, tol, fine, diff, low)
+    if fine.size:
+        _refuse(np.min(low), np.max(diff), tol)
+    fine = fine.reshape(rr[0].shape)
+    return fine if fine.ndim else float(fine)
 
-    def rule(nodes):
-        s, w = nodes
-        vals = _ray_integrand(m, s, np.sqrt, np.arcsin, math.pi,
-                              clip=lambda x: np.clip(x, -1.0, 1.0))
-        return 1 / 16 + np.sum(vals * w, axis=-1)
 
-    with np.errstate(invalid="ignore", divide="ignore"):   # outside the cone: refused below
-        fine, coarse = rule(fine_rule), rule(coarse_rule)
-    diff = np.max(np.abs(fine - coarse)) if np.size(fine) else 0.0
+def _refuse(low: float, diff: float, tol: float) -> None:
+    """The float64 refusals: outside the cone or not finite, or two rules that disagree."""
+    _check_low(low, tol)
     if not diff <= FLOAT64_TOL:
         raise ValueError(f"orthant probability: float64 quadrature rules differ by {diff:.1e} "
                          f"(correlation matrix outside the positive semi-definite cone?)")
-    return fine if np.ndim(fine) else float(fine)

@@ -143,10 +143,11 @@ _COLUMN_KERNEL_MIN_K = 32
 # words are serial across the two parts (one repair lane), 1.0-1.4 at 512, 1.0-1.3 at 1024.
 # Single rounds scatter (~15 %); the probe of _ThreadChoice undoes a bad pick.
 _TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 1024}
-# Steps per kernel call: sets how often the progress bar moves (about 10^7 multiply-adds, a few
-# ms) and, with two threads, how often the C kernel starts its second thread (x 8 then: a start
-# costs ~0.2 ms, 7 % of a 3 ms call, measured on the whole command).
-_CALL_WORK = 1 << 23
+# Steps per kernel call: sets how often the progress bar moves (about 3.10^7 multiply-adds,
+# ~10 ms on the C kernel: each call costs ~30 us of Python, 1 % of the command at 4x fewer
+# multiply-adds) and, with two threads, how often the C kernel starts its second thread (a
+# start costs ~0.2 ms, 7 % of a 3 ms call, measured on the whole command).
+_CALL_WORK = 1 << 25
 _CALL_WORK_TWO_THREADS = 1 << 26
 # Held-out samples per batch, bounded in memory (about 8 MB of inputs).
 _HOLDOUT_BATCH_WORDS = 1 << 20
@@ -402,7 +403,8 @@ def _validate(*, activation, K, M, N, eta, sigma_J, seed, alphas, L=None, beta=N
     if a.max() * N > MAX_STEPS:
         raise ValueError(f"alpha = {a.max():g} at N = {N} is {a.max() * N:.3g} SGD steps, more "
                          f"than the simulator accepts ({MAX_STEPS:.0e}); lower alpha_max")
-    steps = np.unique(np.rint(a * N).astype(np.int64))
+    # sorted and de-duplicated (np.unique would import numpy.ma: ~10 ms of the command's start)
+    steps = np.array(sorted(set(np.rint(a * N).astype(np.int64).tolist())), dtype=np.int64)
     modes_step = None
     if modes_at is not None:
         modes_step = int(np.rint(_finite_real("modes_at", modes_at) * N))

@@ -9,9 +9,9 @@
  * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
  * stored a block of BLOCK coordinates at a time, then the block's rows are updated with the
  * current sample and both fields of the next one are summed while the block is in L1: one pass
- * over J, B, z per step instead of three.  The draw runs the generator's lanes a vector register
- * at a time (GL below), so it does not spill on AVX2's 16 registers.  And the command that runs
- * it does not start numba (about 0.9 s of fixed cost).
+ * over J, B, z per step instead of three.  The draw runs the generator's lanes in groups of a
+ * vector register (GL below), the float32 transforms of several groups interleaved (GF).  And
+ * the command that runs it does not start numba (about 0.9 s of fixed cost).
  *
  * Every instruction-set path (AVX-512, AVX2 + FMA, plain C) does the same IEEE operations in the
  * same order element by element, so a run gives the same bits on each.
@@ -31,12 +31,18 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -97,24 +103,36 @@ static uint64_t next_raw(uint64_t *st, int lane) {
     return out;
 }
 
-/* The generator runs a group of GL lanes at a time, one vector register per state word: GL = 8
- * (a zmm register) with AVX-512, 4 (a ymm register) otherwise.  A group runs through all the
- * chunks of a block before the next group starts, so only its 4 state vectors stay in registers
- * beside the transform.  (With all 16 lanes held at once, AVX2's 16 ymm registers held the state
- * alone and the transform spilled to the stack: the step loop ran at a quarter of the AVX-512
- * rate on the same CPU.) */
+/* The generator runs in groups of GL lanes, one vector register per state word: GL = 8 (a zmm
+ * register) with AVX-512, 4 (a ymm register) otherwise.  The groups drawn side by side (GF, GZ
+ * below) run through all the chunks of a block before the next ones start. */
 #if defined(__AVX512F__)
 #define GL 8
 #else
 #define GL 4
 #endif
 #define GB (8 * GL) /* bytes in a vector of GL 64-bit words */
-/* groups drawn side by side: two on AVX-512 (8 of its 32 registers hold their state; the
- * float32 step loop measured 2 % faster than with one), one otherwise */
+/* Lane groups drawn side by side.  The float32 transform of GF groups runs its Horner steps
+ * interleaved (central_gf): one vector's two chains of 7 dependent fused multiply-adds leave
+ * the FMA units idle.  AVX2: all four groups, although their state no longer fits the 16
+ * registers beside the transform and goes through the stack (which costs less than the idle
+ * units: the draw alone 1.2x, the step loop 1.12x faster than one group at a time, measured
+ * on the AVX2 build on an AVX-512 EPYC); AVX-512: two (its 32 registers).  The ziggurat (GZ),
+ * whose transform is short: two groups on AVX-512, one on AVX2 (two or four measured no
+ * faster). */
+#ifndef GF
 #if defined(__AVX512F__)
-#define GA 2
+#define GF 2
 #else
-#define GA 1
+#define GF 4
+#endif
+#endif
+#ifndef GZ
+#if defined(__AVX512F__)
+#define GZ 2
+#else
+#define GZ 1
+#endif
 #endif
 typedef uint64_t gu __attribute__((vector_size(GB))); /* GL words */
 typedef uint32_t gh __attribute__((vector_size(GB))); /* their 2 GL halves */
@@ -188,6 +206,28 @@ static inline gf central(gh h, const central_t *C) {
     return (gf)((gh)r ^ ((h << 23) & 0x80000000u));
 }
 
+/* central() of GF vectors at once, their Horner steps interleaved (the same operations on each
+ * vector as central()) */
+static inline __attribute__((always_inline)) void central_gf(const gh *h, const central_t *C,
+                                                            gf *out) {
+    gf u[GF], y[GF], P[GF], Q[GF];
+    for (int g = 0; g < GF; g++) {
+        u[g] = (gf)((h[g] >> 9) | 0x3F800000u) - (1.0f - 0x1p-24f);
+        y[g] = (1.0f - u[g]) * (1.0f + u[g]);
+        P[g] = C->p[CDEG];
+        Q[g] = C->q[CDEG];
+    }
+    for (int j = CDEG - 1; j >= 0; j--)
+        for (int g = 0; g < GF; g++) {
+            P[g] = vfma(P[g], y[g], C->p[j]);
+            Q[g] = vfma(Q[g], y[g], C->q[j]);
+        }
+    for (int g = 0; g < GF; g++) {
+        gf r = u[g] * (P[g] / Q[g]);
+        out[g] = (gf)((gh)r ^ ((h[g] << 23) & 0x80000000u));
+    }
+}
+
 /* bit j set where half j >= H_TAIL (its normal is a tail, redone in float64) */
 static inline uint32_t tail_mask(gh h) {
 #if defined(__AVX512F__)
@@ -204,22 +244,22 @@ static inline uint32_t tail_mask(gh h) {
 #endif
 }
 
-typedef double v8dt __attribute__((vector_size(64)));
-typedef int64_t v8i __attribute__((vector_size(64)));
-
-/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for the first n <= 8 of 8 tail words:
- * normals.py's _tail_f32 lane by lane (the same IEEE operations; log is libm's, one lane at a time).  The Horner chain
- * of 14 dependent steps is what costs; here 8 of them run side by side. */
+/* sqrt(2) erfinv(u) with the sign of bit 8, float64, for the first n (at most 8) tail words:
+ * normals.py's _tail_f32 word by word (the same IEEE operations; log is libm's).  Scalar: a
+ * step has about one tail word, and the independent Horner chains of several words overlap
+ * in the core anyway.  (An 8-wide generic vector here went through the stack in 8-byte pieces
+ * on AVX2: 8 % of the step loop.) */
 static void tail_values8(const uint32_t *h, double *out, int64_t n) {
-    v8dt u, lg, acc = {0}, sig, t;
-    for (int l = 0; l < 8; l++) u[l] = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
-    v8dt y = (1.0 - u) * (1.0 + u);
-    for (int l = 0; l < 8; l++) lg[l] = l < n ? -log(y[l]) : 1.0; /* log only where needed */
-    for (int l = 0; l < 8; l++) sig[l] = sqrt(lg[l]);
-    t = (sig - TAIL_C) * TAIL_IH;
-    for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
-    v8dt v = sig * acc;
-    for (int l = 0; l < 8; l++) out[l] = ((h[l] >> 8) & 1u) ? -v[l] : v[l];
+    for (int64_t l = 0; l < n && l < 8; l++) {
+        const double u = ((double)(h[l] >> 9) + 0.5) * 0x1p-23;
+        const double y = (1.0 - u) * (1.0 + u);
+        const double sig = sqrt(-log(y));
+        const double t = (sig - TAIL_C) * TAIL_IH;
+        double acc = 0.0;
+        for (int j = NG - 1; j >= 0; j--) acc = acc * t + TG[j];
+        const double v = sig * acc;
+        out[l] = ((h[l] >> 8) & 1u) ? -v : v;
+    }
 }
 
 #if GL == 8
@@ -321,35 +361,50 @@ static inline __attribute__((always_inline)) void draw_chunks(
     /* a local copy: *C could alias the stores below, so its coefficients would be reloaded from
      * memory in every iteration even where registers are free (AVX-512) */
     const central_t Cl = *C;
-    for (int g0 = 0; g0 < LANES; g0 += GA * GL) {
-        glanes_t G[GA];
-        for (int u = 0; u < GA; u++) glanes_load(&G[u], st, g0 + u * GL);
+    if (gen == GEN_F32) {
+        for (int g0 = 0; g0 < LANES; g0 += GF * GL) {
+            glanes_t G[GF];
+            for (int u = 0; u < GF; u++) glanes_load(&G[u], st, g0 + u * GL);
+            uint64_t *rec = recs;
+            for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
+                gh h[GF];
+                gf f[GF];
+                for (int u = 0; u < GF; u++) {
+                    gu w = glanes_next(G[u].s);
+                    h[u] = (gh)w;
+                    *(gu_m *)(rec + g0 + u * GL) = w;
+                }
+                central_gf(h, &Cl, f);
+                for (int u = 0; u < GF; u++) {
+                    const int l0 = g0 + u * GL;
+                    const int64_t b = a + 2 * l0;
+                    storeg(z + b, loadg(scale + b) * widen_lo(f[u]));
+                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(f[u]));
+                    rec[33] |= (uint64_t)tail_mask(h[u]) << (2 * l0);
+                }
+            }
+            for (int u = 0; u < GF; u++) glanes_store(&G[u], st, g0 + u * GL);
+        }
+        return;
+    }
+    for (int g0 = 0; g0 < LANES; g0 += GZ * GL) {
+        glanes_t G[GZ];
+        for (int u = 0; u < GZ; u++) glanes_load(&G[u], st, g0 + u * GL);
         uint64_t *rec = recs;
         for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
-            for (int u = 0; u < GA; u++) {
+            for (int u = 0; u < GZ; u++) {
                 const int l0 = g0 + u * GL;
-                if (gen == GEN_F32) {
+                for (int q = 0; q < 2; q++) {
                     gu w = glanes_next(G[u].s);
-                    gh h = (gh)w;
-                    gf f = central(h, &Cl);
-                    const int64_t b = a + 2 * l0;
-                    storeg(z + b, loadg(scale + b) * widen_lo(f));
-                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(f));
-                    *(gu_m *)(rec + l0) = w;
-                    rec[33] |= (uint64_t)tail_mask(h) << (2 * l0);
-                } else {
-                    for (int q = 0; q < 2; q++) {
-                        gu w = glanes_next(G[u].s);
-                        const int j = 16 * q + l0;
-                        uint32_t m;
-                        storeg(z + a + j, loadg(scale + a + j) * zig_fast(w, &m));
-                        *(gu_m *)(rec + j) = w;
-                        rec[33] |= (uint64_t)m << j;
-                    }
+                    const int j = 16 * q + l0;
+                    uint32_t m;
+                    storeg(z + a + j, loadg(scale + a + j) * zig_fast(w, &m));
+                    *(gu_m *)(rec + j) = w;
+                    rec[33] |= (uint64_t)m << j;
                 }
             }
         }
-        for (int u = 0; u < GA; u++) glanes_store(&G[u], st, g0 + u * GL);
+        for (int u = 0; u < GZ; u++) glanes_store(&G[u], st, g0 + u * GL);
     }
 }
 
@@ -526,6 +581,13 @@ int64_t sgd_work_size(int64_t N, int64_t K, int64_t M) {
  * way.  Only the part sums (and, for the ziggurat, the repair lane: part 0's redraws come first
  * in the stream) cross between the threads, once per step. */
 
+/* a step counter one thread posts and the other waits for (wait_until) */
+typedef struct {
+    _Atomic int64_t v;
+    _Atomic uint32_t seq;     /* futex word: changed by a post that finds sleepers */
+    _Atomic int32_t sleepers;
+} flag_t;
+
 typedef struct {
     int gen, act, nth;
     int64_t N, n_tr, K, M, n_steps, H;
@@ -537,9 +599,9 @@ typedef struct {
     /* Exchange between the threads, double-buffered by the parity of the step.  Every field a
      * thread writes has a cache line of its own: a post must not evict the lines the other
      * thread reads all the time (the fields above), nor the other thread's flag. */
-    _Alignas(64) _Atomic int64_t posted0; /* steps whose sums (and repair lane) part 0 posted */
-    _Alignas(64) _Atomic int64_t posted1;
-    _Alignas(64) _Atomic int64_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
+    _Alignas(64) flag_t posted0; /* steps whose sums (and repair lane) part 0 posted */
+    _Alignas(64) flag_t posted1;
+    _Alignas(64) flag_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
     _Alignas(64) uint64_t rep0[2][4];  /* [parity] repair lane after part 0's redraws */
     _Alignas(64) uint64_t rep1[2][4];  /* ... after part 1's */
 } shared_t;
@@ -551,26 +613,53 @@ typedef struct {                /* a thread's own memory (on cache lines of its 
     double *corr, *c, *x, *y;
 } local_t;
 
-static void spin_until(_Atomic int64_t *flag, int64_t value) {
-    int spins = 0;
-    while (atomic_load_explicit(flag, memory_order_acquire) < value) {
+/* Waiting for the other thread: spin for up to SPIN_LIMIT pauses (a step's exchange normally
+ * takes well under a microsecond), then sleep until it posts (Linux futex; elsewhere yield the
+ * core).  When the other thread has lost its core to other work, the waiting one then sleeps
+ * instead of spinning through whole time slices (CPU time that bought nothing). */
+#define SPIN_LIMIT 2000
+
+static void post(flag_t *f, int64_t value) {
+    atomic_store_explicit(&f->v, value, memory_order_seq_cst);
+#if defined(__linux__)
+    if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&f->seq, 1u, memory_order_seq_cst);
+        syscall(SYS_futex, &f->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    }
+#endif
+}
+
+static void wait_until(flag_t *f, int64_t value) {
+    for (int spins = 0; atomic_load_explicit(&f->v, memory_order_acquire) < value; spins++) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
-        if (++spins > 4000) {   /* the other thread is not running: give its core back */
-            sched_yield();
-            spins = 0;
-        }
+        if (spins < SPIN_LIMIT) continue;
+#if defined(__linux__)
+        /* seq is read before announcing the sleep: a post after this read changes seq, and
+         * the futex then returns at once (seq_cst orders the post's store of v before its
+         * read of sleepers, and the announcement before the re-read of v here) */
+        uint32_t seq = atomic_load_explicit(&f->seq, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&f->v, memory_order_seq_cst) < value)
+            syscall(SYS_futex, &f->seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+        atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
+#else
+        sched_yield();
+#endif
+        spins = 0;
     }
 }
 
 /* advance the vector lanes through `chunks` blocks of 32 normals without using the words */
 static inline void skip_chunks(int gen, uint64_t *st, int64_t chunks) {
-    for (int l0 = 0; l0 < LANES; l0 += GL) {
-        glanes_t G;
-        glanes_load(&G, st, l0);
-        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++) (void)glanes_next(G.s);
-        glanes_store(&G, st, l0);
+    /* GF groups side by side: one group's state chain alone leaves the vector units idle */
+    for (int g0 = 0; g0 < LANES; g0 += GF * GL) {
+        glanes_t G[GF];
+        for (int u = 0; u < GF; u++) glanes_load(&G[u], st, g0 + u * GL);
+        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++)
+            for (int u = 0; u < GF; u++) (void)glanes_next(G[u].s);
+        for (int u = 0; u < GF; u++) glanes_store(&G[u], st, g0 + u * GL);
     }
 }
 
@@ -625,13 +714,13 @@ static inline __attribute__((always_inline)) void fields_chunk(
  * fields of zn into T->acc / T->corr, record its flagged words.  With `skip`, the lanes also
  * pass over the other part's words.  Returns the number of records. */
 static inline __attribute__((always_inline)) int64_t part_pass(
-        const int gen, const shared_t *S, local_t *T, const central_t *C, int p, int skip,
-        const double *z, double *zn) {
-    const int64_t N = S->N, n_tr = S->n_tr, K = S->K, M = S->M, KM = K + M;
+        const int gen, const int k2, const shared_t *S, local_t *T, const central_t *C, int p,
+        int skip, const double *z, double *zn) {
+    const int64_t N = S->N, n_tr = S->n_tr, K = k2 ? 2 : S->K, M = k2 ? 2 : S->M, KM = K + M;
     const int64_t lo = p ? S->H : 0, hi_chunks = p ? N - (N - S->H) % CHUNK : S->H;
-    double *J = S->J;
+    double *restrict J = S->J;
     const double *B = S->B, *scale = S->scale, *c = T->c;
-    v8d *acc = T->acc;
+    v8d *restrict acc = T->acc;
     double *corr = T->corr;
     for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
     if (skip && p == 1) skip_chunks(gen, T->st, S->H / CHUNK);
@@ -722,8 +811,8 @@ static inline void fix_part(const int gen, const shared_t *S, local_t *T, int64_
 }
 
 /* One thread doing both parts.  Returns -1 or the failing step. */
-static inline __attribute__((always_inline)) int64_t run_serial(const int gen, shared_t *S,
-                                                                 local_t *T) {
+static inline __attribute__((always_inline)) int64_t run_serial(const int gen, const int k2,
+                                                                 shared_t *S, local_t *T) {
     central_t C;
     central_load(&C);
     double *s0 = S->part[0][0], *s1 = S->part[1][0];
@@ -731,10 +820,10 @@ static inline __attribute__((always_inline)) int64_t run_serial(const int gen, s
         if (!coefficients(S, T)) return t;
         const double *z = S->buf[t & 1];
         double *zn = S->buf[(t + 1) & 1];
-        int64_t nrec = part_pass(gen, S, T, &C, 0, 0, z, zn);
+        int64_t nrec = part_pass(gen, k2, S, T, &C, 0, 0, z, zn);
         fix_part(gen, S, T, nrec, zn);
         part_sums(S, T, s0);
-        nrec = part_pass(gen, S, T, &C, 1, 0, z, zn);
+        nrec = part_pass(gen, k2, S, T, &C, 1, 0, z, zn);
         fix_part(gen, S, T, nrec, zn);
         part_sums(S, T, s1);
         new_fields(S, T, s0, s1);
@@ -743,8 +832,8 @@ static inline __attribute__((always_inline)) int64_t run_serial(const int gen, s
 }
 
 /* Thread p of two.  Returns -1 or the failing step (both threads find the same one). */
-static inline __attribute__((always_inline)) int64_t run_part(const int gen, shared_t *S,
-                                                               local_t *T, int p) {
+static inline __attribute__((always_inline)) int64_t run_part(const int gen, const int k2,
+                                                               shared_t *S, local_t *T, int p) {
     central_t C;
     central_load(&C);
     const int q = 1 - p;
@@ -753,25 +842,39 @@ static inline __attribute__((always_inline)) int64_t run_part(const int gen, sha
         const int par = (int)(t & 1);
         const double *z = S->buf[par];
         double *zn = S->buf[1 - par];
-        int64_t nrec = part_pass(gen, S, T, &C, p, 1, z, zn);
+        int64_t nrec = part_pass(gen, k2, S, T, &C, p, 1, z, zn);
         if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
-            spin_until(&S->rep0_posted, t + 1);
+            wait_until(&S->rep0_posted, t + 1);
             for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep0[par][w];
         }
         fix_part(gen, S, T, nrec, zn);
         if (gen == GEN_ZIG) {
             uint64_t *rep = p ? S->rep1[par] : S->rep0[par];
             for (int w = 0; w < 4; w++) rep[w] = T->st[w * SROW + LANES];
-            if (p == 0) atomic_store_explicit(&S->rep0_posted, t + 1, memory_order_release);
+            if (p == 0) post(&S->rep0_posted, t + 1);
         }
         part_sums(S, T, S->part[p][par]);
-        atomic_store_explicit(p ? &S->posted1 : &S->posted0, t + 1, memory_order_release);
-        spin_until(q ? &S->posted1 : &S->posted0, t + 1);
+        post(p ? &S->posted1 : &S->posted0, t + 1);
+        wait_until(q ? &S->posted1 : &S->posted0, t + 1);
         if (gen == GEN_ZIG && p == 0) /* the repair lane after part 1's redraws */
             for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep1[par][w];
         new_fields(S, T, S->part[0][par], S->part[1][par]);
     }
     return -1;
+}
+
+/* run_serial / run_part compiled for each generator, and for K = M = 2 (the defaults: the
+ * row loops unrolled, the partial sums kept in registers through a block) */
+static int64_t run_serial_any(shared_t *S, local_t *T) {
+    const int k2 = S->K == 2 && S->M == 2;
+    if (S->gen == GEN_F32) return k2 ? run_serial(GEN_F32, 1, S, T) : run_serial(GEN_F32, 0, S, T);
+    return k2 ? run_serial(GEN_ZIG, 1, S, T) : run_serial(GEN_ZIG, 0, S, T);
+}
+
+static int64_t run_part_any(shared_t *S, local_t *T, int p) {
+    const int k2 = S->K == 2 && S->M == 2;
+    if (S->gen == GEN_F32) return k2 ? run_part(GEN_F32, 1, S, T, p) : run_part(GEN_F32, 0, S, T, p);
+    return k2 ? run_part(GEN_ZIG, 1, S, T, p) : run_part(GEN_ZIG, 0, S, T, p);
 }
 
 typedef struct {
@@ -790,8 +893,7 @@ static double thread_cpu_s(void) {
 static void *part1_thread(void *arg) {
     job_t *jb = (job_t *)arg;
     double c0 = thread_cpu_s();
-    jb->result = jb->S->gen == GEN_F32 ? run_part(GEN_F32, jb->S, jb->T, 1)
-                                       : run_part(GEN_ZIG, jb->S, jb->T, 1);
+    jb->result = run_part_any(jb->S, jb->T, 1);
     jb->cpu_s = thread_cpu_s() - c0;
     return NULL;
 }
@@ -849,16 +951,16 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
     for (int p = 0; p < 2; p++)
         for (int par = 0; par < 2; par++) S->part[p][par] = parts + (2 * p + par) * stride;
     if (S->nth == 1) {
-        result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+        result = run_serial_any(S, &T[0]);
     } else {
         if (local_init(&T[1], S, st, x, y)) goto done;
         pthread_t th;
         job_t jb = {S, &T[1], -1, 0.0};
         if (pthread_create(&th, NULL, part1_thread, &jb)) {
             /* no second thread to be had: one thread gives the same bits */
-            result = gen == GEN_F32 ? run_serial(GEN_F32, S, &T[0]) : run_serial(GEN_ZIG, S, &T[0]);
+            result = run_serial_any(S, &T[0]);
         } else {
-            result = gen == GEN_F32 ? run_part(GEN_F32, S, &T[0], 0) : run_part(GEN_ZIG, S, &T[0], 0);
+            result = run_part_any(S, &T[0], 0);
             pthread_join(th, NULL);
             *helper_cpu_s = jb.cpu_s;
             if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
