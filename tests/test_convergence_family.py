@@ -58,12 +58,12 @@ def _spec(act, K, eta, alpha_max, basis, dps, N=256, seeds=None):
 # ReLU (float64, α ≤ 3000 and 1500): K = 3 ε_g / ε_g(0) = 7.8e-4 at α = 405, 3.5e-6 at α = 605,
 # then within its float64 error bound (the end of learning, held from α ≈ 760; levels and modes
 # identical to 7 digits above it); K = 4 7.2e-5 at α = 569, held from α ≈ 908.  Run as below
-# (α ≤ 800, K = 3): modes 192 s CPU with the module's generation, levels 130 s (247 RK7(8)
-# steps each, 3213 right-hand sides, held from α = 760, the two ε_g identical), AMD EPYC with
-# AVX-512, loaded.  The cost is the float64 orthant probability: 27 scalar quadratures per
-# right-hand side at K = 3 (~1 ms of CPU each, 97 % of the time; many are the same four fields
-# in another order), 192 printed calls in the K = 4 module against 36 at K = 3; K = 4 (modes
-# 860 s CPU with generation, measured before) was not run to the end under make verify.
+# (float64 modes against float64 levels, both RK7(8), 5 digits; K = 3: 247 steps, held from
+# α = 760; K = 4: 273 steps, held from α = 908), both pass; CPU of the whole pytest case with
+# the modules cached (generation: 3 s at K = 3, 10 s at K = 4), AMD EPYC with AVX-512, loaded:
+# relu K = 3 21 s, K = 4 58 s.  (With the float64 orthant probability a scalar quadrature,
+# ~1 ms a call, 27 calls a right-hand side at K = 3 and 132 at K = 4, the same cases took
+# 322 s and ~2400 s estimated; compiled and memoised it is 12-15 µs a call.)
 LARGER = {("erf", 3): 1500, ("erf", 4): 2000, ("polynomial", 3): 800, ("polynomial", 4): 1000,
           ("relu", 3): 800, ("relu", 4): 1000}
 
@@ -80,8 +80,11 @@ LARGER = {("erf", 3): 1500, ("erf", 4): 2000, ("polynomial", 3): 800, ("polynomi
 #   erf K = 4, α0 = 1200:        0.013 0.009 / 0.23 0.34,  2e-4 3e-4,   61 s
 #   polynomial K = 3, α0 = 500:  0.044 0.014 / 9.96 0.99,  1.2e-4,      15 s
 #   polynomial K = 4, α0 = 700:  0.023 0.017 / 0.77 0.32,  1.0e-3 1.2e-3, 37 s
-#   relu K = 3, α0 = 300 to 600:  (measured below)
-#   relu K = 4, α0 = 600 to 1000: (measured below)
+#   relu K = 3, α0 = 300 to 600:  0.006 0.010 / 526 1.5,  1.4e-3 2.8e-4, 45 s
+#   relu K = 4, α0 = 600 to 1000: 0.013 0.012 / 106 0.35, 3.1e-4 2.2e-3, 111 s
+# (relu CPU: the whole pytest case, modules cached; the ODE from the start reaches its own end
+# of learning inside the window, at α = 569 and 898, where its contrast stops:
+# restart.from_start.alpha_max.)
 # The window ends at α_max of the case (LARGER unless given): a ReLU run restarted late reaches
 # its float64 error bound early (K = 3 above α ≈ 650), where the ODE reports ε_g = 0 while the
 # finite-N run still decays, so the relative deviation there measures nothing but the bound.

@@ -61,21 +61,30 @@ FIRST_RUN_SHARE = 0.56
 # 1 .. 64, η λ_1 α_max = 140 .. 3900 (380 .. 3578 steps; 83 .. 95 µs a right-hand side); label
 # noise at L = 16: 131 µs.
 RK_STEPS, RK_POWER, RK_FEVAL, RK_L, RK_FAMILY = 13.9, 0.67, 85e-6, 600.0, 1.5
-# A ReLU student: its right-hand side is mostly the float64 four-field orthant probability
-# (a quadrature), which the printed coefficients call far more often than n grows:
-# relu_orthant_calls(K, M) times (2, 27, 132 at K = M = 2, 3, 4), RELU_ORTHANT seconds each
-# (CPU of whole right-hand sides over their calls: 2.5 ms at K = M = 2, 38 at 3, 180 at 4,
-# solvers.core.orthant's float64 quadrature).  A ReLU teacher of another student makes none
-# (erf/relu: 0.16 ms a right-hand side, the family's cost).  Its steps do not follow erf's
-# stiffness law at L = 1: they grow linearly in η λ_1 α_max and every output point costs one
-# (the steps land on them): RELU_STEPS0 + η λ_1 α_max / RELU_STEP_X + n_points, measured for
-# the check run (relu/relu, η = 0.5, σ_J = 0.3): K = M = 2 to α = 30 at 12, 20 and 200 points
-# 40, 46, 259 steps; to its end of learning α = 221, 90; K = M = 3 to α = 760, 247.  A
-# noise-free student that reaches its end of learning is held from there without steps
-# (meta.converged_at_alpha), where this law, counting to α_max, is an upper bound.
-RELU_ORTHANT = 1.2e-3
+# A ReLU student: its right-hand side costs RELU_FEVAL_N n (the printed coefficients'
+# arcsines and square roots, ~2.7x erf's per state variable) plus RELU_ORTHANT for each call of
+# the four-field orthant probability (compiled float64 quadrature), which the printed
+# coefficients make far more often than n grows: relu_orthant_calls(K, M) times (2, 27, 132 at
+# K = M = 2, 3, 4).  Fitted to in-process solves (relu/relu, L = 1, η = 0.5, σ_J = 0.3, 12
+# points; ms a right-hand side of the pair): 0.24 at K = M = 2 (α ≤ 300), 1.27 at 3 (α ≤ 800),
+# 4.7 at 4 (α ≤ 1000).  (Before the compiled quadrature: 2.5, 38 and 180 ms, the old
+# n-linear factor 17x and 44x low at K = 3, 4.)  A ReLU teacher of another student makes no
+# orthant calls (erf/relu: 0.16 ms a right-hand side, the family's cost).  Its steps do not
+# follow erf's stiffness law at L = 1: they grow linearly in η λ_1 α_max and every output point
+# costs one (the steps land on them): RELU_STEPS0 + η λ_1 α_max / RELU_STEP_X + n_points,
+# measured for the check run: K = M = 2 to α = 30 at 12, 20 and 200 points 40, 46, 259 steps,
+# to its end of learning α = 221, 90; K = M = 3 to α = 100, 67, to α = 760, 247; K = M = 4 to
+# α = 908, 273.  A noise-free student that reaches its end of learning is held from there
+# without steps (meta.converged_at_alpha), where this law, counting to α_max, is an upper
+# bound.  RELU_START: numba and the compiled kernels' load in the process (1.4 s measured).
+RELU_FEVAL_N, RELU_ORTHANT = 32e-6, 29e-6
 RELU_STEPS0, RELU_STEP_X = 20.0, 1.5
-RELU_START = 3.0
+RELU_START = 1.5
+# the steps at the plan's tolerance against the fit's (5 digits: rtol 1e-10): the default
+# digits run the pair at 1e-13 and 1e-15, 2.3-4.5x the CPU of whole processes (K = M = 3, 4
+# to α = 800, 1000: 43 and 103 s); a power of -1/6, not RK7(8)'s -1/8 (the right-hand side is
+# only piecewise smooth)
+RELU_RTOL_POWER = -1 / 6
 
 
 def relu_orthant_calls(K: int, M: int) -> int:
@@ -211,8 +220,12 @@ def solve_estimate(spec, alpha_max: float | None = None, n_points: int | None = 
         relu = "relu" in (m.student, m.teacher)
         per = 13 * RK_FEVAL * (1 + L / RK_L) * (n / 7) * (RK_FAMILY if family else 1.0)
         if m.student == "relu":
-            steps = RELU_STEPS0 + x / RELU_STEP_X + points
-            per += 13 * RELU_ORTHANT * relu_orthant_calls(m.K, m.M)
+            steps = (RELU_STEPS0 + x / RELU_STEP_X) * (plan.rtol / 1e-10) ** RELU_RTOL_POWER \
+                + points
+            # fitted on relu/relu itself: the family's factor only for its training options
+            options = not (t.noise == 0 and t.weight_decay == 0 and t.batch_size == 1)
+            per = 13 * (RELU_FEVAL_N * (1 + L / RK_L) * n * (RK_FAMILY if options else 1.0)
+                        + RELU_ORTHANT * relu_orthant_calls(m.K, m.M))
         else:
             steps = RK_STEPS * max(x, 1.0) ** RK_POWER
         ode = steps * (1 + FIRST_RUN_SHARE) * per + (RELU_START if relu else 0.0)
