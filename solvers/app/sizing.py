@@ -440,7 +440,8 @@ def sized(est: Estimate, label: str) -> Estimate:
     return est
 
 
-__all__ = ["Estimate", "plan_of", "relu_orthant_calls", "working_dps", "solve_estimate", "simulate_estimate",
+__all__ = ["Estimate", "plan_of", "relu_orthant_calls", "working_dps", "solve_estimate",
+           "simulate_estimate",
            "compare_estimate",
            "sweep_estimate", "onestep_sim_estimate", "work_estimate", "size_solve", "check",
            "announce", "sized", "top_eigenvalue"]
