@@ -229,3 +229,24 @@ def test_the_contrast_stops_where_the_ode_from_the_start_has_converged():
                                                   [r[:2] for r in runs], 100)}
     # converged before the first α after α0: nothing to compare, said by alpha_max = α0
     assert _from_start([[0.0, 0.0]], [[0.1, 0.1]], [5.0, 6.0, 7.0], N=100) == {"alpha_max": 5.0}
+
+
+def test_the_judged_window_ends_at_the_theorys_end_of_learning():
+    """Plain ``compare`` of a student that learns its teacher: the ODE of a seed reaches ε_g = 0
+    (held) inside the window.  The relative deviation is taken over the α before that and says
+    where it stops (``judged_alpha_max``); it used to refuse the whole comparison after the
+    work.  Values by hand."""
+    from solvers.app.compare import _judged
+    alphas = [1.0, 2.0, 3.0, 4.0]
+    theory = [[0.4, 0.2, 0.1, 0.0], [0.4, 0.25, 0.1, 0.05]]
+    runs = [[0.4, 0.22, 0.1, 0.001], [0.4, 0.25, 0.12, 0.05]]
+    out = _judged(theory, runs, alphas, N=100)
+    assert out["judged_alpha_max"] == 3.0
+    # seed 0: (0 + 0.1² + 0) / 3, seed 1: (0 + 0 + 0.2²) / 3
+    np.testing.assert_allclose(out["rms_deviation_per_seed"],
+                               [np.sqrt(0.1**2 / 3), np.sqrt(0.2**2 / 3)])
+    # no theory curve at 0: every α judged
+    assert _judged([[0.3, 0.2]], [[0.3, 0.2]], [1.0, 2.0], N=100)["judged_alpha_max"] == 2.0
+    # at the end of learning from the first α: refused with the reason, not a division by 0
+    with pytest.raises(ValueError, match="end of learning"):
+        _judged([[0.0, 0.0]], [[0.1, 0.1]], [1.0, 2.0], N=100)

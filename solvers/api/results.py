@@ -218,8 +218,9 @@ class CompareResult(Result):
     realisation of the first seed), ``eps_g_theory_runs`` (the theory of every seed's
     realisation), ``simulation`` (SimulateResult), ``seeds``, ``rms_deviation`` (relative,
     each seed against its own realisation's theory, pooled),
-    ``rms_deviation_per_seed``, ``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``.
-    With ``[compare] restart_alpha``: ``restart_alpha`` (α0 as recorded), ``restart_alpha_grid``
+    ``rms_deviation_per_seed``, ``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``,
+    ``judged_alpha_max`` (the last α these cover: the theory's end of learning, ε_g = 0, ends
+    the relative comparison).  With ``[compare] restart_alpha``: ``restart_alpha`` (α0 as recorded), ``restart_alpha_grid``
     (the α ≥ α0) and ``eps_g_restart_runs`` (the ODE restarted from each seed's simulated state
     at α0); ``rms_deviation`` and ``within`` are then those of the restarted curves over α > α0
     (``self["restart"]["from_start"]``: the ODE from the initial weights over the same α).
@@ -270,6 +271,7 @@ class CompareResult(Result):
     v_rms_absolute = property(lambda self: self._data.get("v_rms_absolute"))
     finite_size_scale = property(lambda self: float(self._data["finite_size_scale"]))
     within = property(lambda self: bool(self._data["within"]))
+    judged_alpha_max = property(lambda self: float(self._data["judged_alpha_max"]))
 
     @property
     def rms_deviation_per_seed(self) -> np.ndarray:

@@ -117,7 +117,7 @@ def compare_spec(spec, progress: bool = False) -> dict:
     if len(seeds) > 1:
         out["theory_ensemble"] = {"seeds": seeds, "eps_g_runs": [t["eps_g"] for t in theories]}
     if a0 is None:
-        out.update(deviation(eps_th, eps_sim, spec.data.N))
+        out.update(_judged(eps_th, eps_sim, alphas, spec.data.N))
     else:
         restarted = [_restart_seed(spec, r, alphas, progress) for r in runs]
         k0 = alphas.index(a0)
@@ -133,7 +133,8 @@ def compare_spec(spec, progress: bool = False) -> dict:
             # the restarted ODE's eps_g at alpha0 against the run's: rounding only
             "eps_g_alpha0_mismatch": max(abs(float(t["eps_g"][0]) - r[k0])
                                          for t, r in zip(restarted, eps_sim, strict=True))}
-        out.update(deviation([curve(t["eps_g"]) for t in restarted], late_sim, spec.data.N))
+        out.update(_judged([curve(t["eps_g"]) for t in restarted], late_sim, alphas[k0 + 1:],
+                           spec.data.N))
     from solvers.theory.exponent import late_exponent
     # the theory's fit is the first seed's (in "theory"); the simulation's, of the seeds' mean
     sim_eps = sim["ensemble"]["eps_g_mean"] if "ensemble" in sim else sim["eps_g"]
@@ -157,14 +158,32 @@ def compare_spec(spec, progress: bool = False) -> dict:
     return out
 
 
+def _learned_at(eps_theory) -> int:
+    """How many leading points every theory curve is above 0: a student that learns its teacher
+    reaches its end of learning (ε_g held and reported as 0), after which a relative deviation
+    has no digit to compare while the runs still fluctuate at O(1/√N) of nothing."""
+    n = len(eps_theory[0])
+    return next((i for i in range(n) if min(e[i] for e in eps_theory) <= 0), n)
+
+
+def _judged(eps_theory, eps_runs, alphas, N: int) -> dict:
+    """:func:`deviation` over the α up to the theory's end of learning, and ``judged_alpha_max``,
+    the last α it covers (every α when no theory curve reaches 0); ValueError when the theory
+    is at its end of learning from the first α on (nothing to judge)."""
+    k = _learned_at(eps_theory)
+    if k == 0:
+        raise ValueError(f"the theory's eps_g is 0 (the end of learning) from alpha = "
+                         f"{alphas[0]:g} on: no relative deviation to judge")
+    return {**deviation([e[:k] for e in eps_theory], [r[:k] for r in eps_runs], N),
+            "judged_alpha_max": alphas[k - 1]}
+
+
 def _from_start(eps_theory, eps_runs, alphas, N: int) -> dict:
     """The contrast of a restart: the deviation of the ODE from the initial weights over the
     α after α0 (``alphas[0]``) up to ``alpha_max``, the last α where every seed's curve is
-    above 0.  A student that learns its teacher from the start may reach its end of learning
-    there (ε_g held and reported as 0, with no digit left to compare relatively); beyond it the
-    contrast says nothing, while the restarted comparison is the one the run is judged by."""
-    k = next((i for i in range(len(eps_theory[0])) if min(e[i] for e in eps_theory) <= 0),
-             len(eps_theory[0]))
+    above 0 (α0 itself when none is); the restarted comparison is the one the run is judged
+    by."""
+    k = _learned_at(eps_theory)
     out = {"alpha_max": alphas[k]}
     if k:
         out.update(deviation([e[:k] for e in eps_theory], [r[:k] for r in eps_runs], N))

@@ -8,7 +8,8 @@ simulator recorded), ``theory`` (the ``solve`` JSON at those α for the first se
 realisation), ``simulation`` (the ``simulate`` JSON), with several seeds ``theory_ensemble``
 (``seeds``, ``eps_g_runs``: the theory of each seed's realisation), ``rms_deviation``
 (relative, each seed against its own theory, pooled), ``rms_deviation_per_seed``,
-``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``, ``v_rms_absolute`` (a trained
+``rms_absolute``, ``finite_size_scale`` (3/√N), ``within``, ``judged_alpha_max`` (the last α
+these cover: up to the theory's end of learning, where its ε_g is held at 0), ``v_rms_absolute`` (a trained
 readout: RMS of v_sim − v_theory over seeds, α and units), ``meta``.
 
 With ``[compare] restart_alpha = α0`` the ODEs are also solved from each seed's simulated mode
