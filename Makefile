@@ -5,10 +5,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test verify regenerate bench clean figures docs
 
+# Bytecode is compiled at install (and the package's own before the tests): where
+# PYTHONDONTWRITEBYTECODE is set (containers, CI) every Python process would otherwise compile
+# numba, SymPy, SciPy, ... from source on import (numba alone ~8 s of CPU), and the test suite
+# starts one per worker, per notebook kernel and per command-line subprocess.
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q uv   # resolves and installs in seconds where pip takes minutes
-	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[test,docs]'
+	$(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[test,docs]'
 	$(PY) -m ipykernel install --user --name scaling-odes >/dev/null 2>&1 || true
 	touch $(STAMP)
 
@@ -16,6 +20,7 @@ demo: $(STAMP)
 	$(VENV)/bin/scaling-odes demo --out demo-output
 
 test: $(STAMP)
+	$(PY) -m compileall -q solvers derive
 	$(PY) -m pytest -q -ra -n 2 --dist loadgroup --durations=25
 
 verify: $(STAMP)

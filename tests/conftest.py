@@ -72,8 +72,10 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 
 # SCALING_ODES_TEST_CPU=<file> appends one line per test: node id, wall seconds, CPU seconds of
-# the worker process (all its threads) and of the subprocesses it waited for, setup to teardown.
-# On a shared machine wall time depends on the load; CPU time is what the suite costs.
+# the worker process (all its threads) and of the subprocesses it waited for, setup to teardown,
+# then the xdist worker and the Unix time the test ended (how busy each worker was, and which
+# test ran last).  On a shared machine wall time depends on the load; CPU time is what the suite
+# costs.
 _CPU_LOG = os.environ.get("SCALING_ODES_TEST_CPU")
 
 
@@ -90,6 +92,7 @@ if _CPU_LOG:
         wall, cpu, child = time.perf_counter(), time.process_time(), children()
         yield
         line = (f"{item.nodeid}\t{time.perf_counter() - wall:.3f}\t"
-                f"{time.process_time() - cpu:.3f}\t{children() - child:.3f}\n")
+                f"{time.process_time() - cpu:.3f}\t{children() - child:.3f}\t"
+                f"{os.environ.get('PYTEST_XDIST_WORKER', '-')}\t{time.time():.1f}\n")
         with open(_CPU_LOG, "a") as log:
             log.write(line)

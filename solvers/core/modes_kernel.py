@@ -36,10 +36,12 @@ Shapes: R (L, K, M), Q (L, K, K), T (L, M, M); level-1 R1 (K, M), Q1 (K, K), T1 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from derive.keys import ACTIVATIONS, check_activation  # noqa: F401
-from solvers.core.layout import pack_state as pack, pack_teacher  # noqa: F401
+from solvers.core.layout import pack_state as pack, pack_teacher, triu  # noqa: F401
 from solvers.core.layout import unpack_state as unpack  # (..., N_STATE) -> R, Q  # noqa: F401
 from solvers.generated import gaussian_erf_numpy as gauss
 
@@ -124,39 +126,55 @@ class CoefficientDerivative:
         return dP, s * along(self.gg_xy, dqi, dR)
 
 
+@lru_cache(maxsize=None)
+def _order2_layout(K: int, M: int):
+    """The (i <= j) pairs and the weights c_a c_b of ``order2_term`` (read-only, made once)."""
+    cw = np.concatenate([np.full(K, -M / K), np.ones(M)])
+    W = cw[:, None] * cw[None, :]
+    W.setflags(write=False)
+    return triu(K), W
+
+
 def order2_term(R1, Q1, T1, activation="erf", max_block: int = 2_000_000):
     """F (K x K, symmetric): the η² bracket / K², so dQ_k/dα gets e2 λ_k w_k F.
 
     Cost K(K+1)/2 · (K+M)² I4 evaluations (10⁷ at K = M = 40): vectorised over (a, b) and as
-    many (i, j) pairs per block as fit in ``max_block`` elements.
+    many (i, j) pairs per block as fit in ``max_block`` elements.  Leading batch axes of R1, Q1
+    broadcast (T1 (M, M)): the modes route takes the complex-step derivatives along several
+    directions in one call.
     """
-    K, M = R1.shape
+    K, M = R1.shape[-2:]
     n = K + M
-    C = np.block([[Q1, R1], [R1.T, T1]])
-    cw = np.concatenate([np.full(K, -M / K), np.ones(M)])
-    W = cw[:, None] * cw[None, :]
+    batch = np.broadcast_shapes(R1.shape[:-2], Q1.shape[:-2])
+    C = np.empty(batch + (n, n), dtype=np.result_type(R1, Q1, T1))
+    C[..., :K, :K] = Q1
+    C[..., :K, K:] = R1
+    C[..., K:, :K] = np.swapaxes(R1, -1, -2)
+    C[..., K:, K:] = T1
+    (iu, ju), W = _order2_layout(K, M)
     if activation == "linear":   # I4 = C34: the same number for every (i, j)
-        return np.full((K, K), (W * C).sum() / K ** 2, dtype=C.dtype)
+        val = (W * C).sum(axis=(-2, -1)) / K ** 2
+        return np.broadcast_to(val[..., None, None], batch + (K, K)).copy()
     check_activation(activation)
-    diag = np.diagonal(C)
-    iu, ju = np.triu_indices(K)
-    F = np.empty((K, K), dtype=C.dtype)
-    per = max(1, max_block // (n * n))
+    diag = np.diagonal(C, axis1=-2, axis2=-1)
+    F = np.empty(batch + (K, K), dtype=C.dtype)
+    per = max(1, max_block // (n * n * max(1, int(np.prod(batch)))))
     for s in range(0, len(iu), per):
         i, j = iu[s:s + per], ju[s:s + per]
-        c11 = diag[i][:, None, None]
-        c22 = diag[j][:, None, None]
-        c12 = C[i, j][:, None, None]
-        c13 = C[i][:, :, None]      # (p, a, 1)
-        c14 = C[i][:, None, :]      # (p, 1, b)
-        c23 = C[j][:, :, None]
-        c24 = C[j][:, None, :]
-        c33 = diag[None, :, None]
-        c44 = diag[None, None, :]
-        c34 = C[None, :, :]
-        val = (gauss.I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44) * W).sum(axis=(1, 2))
-        F[i, j] = val
-        F[j, i] = val
+        Ci, Cj = C[..., i, :], C[..., j, :]             # (..., p, n)
+        c11 = diag[..., i][..., :, None, None]
+        c22 = diag[..., j][..., :, None, None]
+        c12 = C[..., i, j][..., :, None, None]
+        c13 = Ci[..., :, :, None]      # (..., p, a, 1)
+        c14 = Ci[..., :, None, :]      # (..., p, 1, b)
+        c23 = Cj[..., :, :, None]
+        c24 = Cj[..., :, None, :]
+        c33 = diag[..., None, :, None]
+        c44 = diag[..., None, None, :]
+        c34 = C[..., None, :, :]
+        val = (gauss.I4(c11, c12, c13, c14, c22, c23, c24, c33, c34, c44) * W).sum(axis=(-2, -1))
+        F[..., i, j] = val
+        F[..., j, i] = val
     return F / K ** 2
 
 
@@ -217,7 +235,7 @@ def eps_g(R1, Q1, T1, activation="erf"):
 def unpack_teacher(t, M):
     t = np.asarray(t)
     T = np.empty(t.shape[:-1] + (M, M), dtype=t.dtype)
-    iu = np.triu_indices(M)
+    iu = triu(M)
     T[..., iu[0], iu[1]] = t
     T[..., iu[1], iu[0]] = t
     return T

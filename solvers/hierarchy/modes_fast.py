@@ -388,9 +388,9 @@ class _System:
             nrm = np.maximum(np.abs(dR).max(axis=(1, 2)), np.abs(dQ).max(axis=(1, 2)))
             nrm = np.where(nrm > 0, nrm, 1.0)
             R1, Q1, T1 = self.cur["R1"], self.cur["Q1"], self.T1.astype(complex)
-            dF = np.stack([mk.order2_term(R1 + 1j * _CS * dR[b] / nrm[b],
-                                          Q1 + 1j * _CS * dQ[b] / nrm[b], T1, self.act).imag
-                           * (nrm[b] / _CS) for b in range(len(dR))])
+            nb = nrm[:, None, None]
+            dF = (mk.order2_term(R1 + 1j * _CS * dR / nb, Q1 + 1j * _CS * dQ / nb, T1,
+                                 self.act).imag * (nb / _CS))
         return dP, dS, dF
 
     def _unflat(self, u):
