@@ -262,7 +262,7 @@ def _printed_orthant_calls(K, M):
 
 @pytest.mark.parametrize("K, M", [(3, 1), (2, 3)])
 def test_relu_orthant_calls_count_the_printed_module(K, M):
-    """The ReLU right-hand side is sized by its orthant probabilities (~1 ms each in float64):
+    """The ReLU right-hand side is sized by its orthant probabilities (~30 µs each, compiled):
     their number in the printed module (~1 s of SymPy each; both terms of the count matter at
     K = 3, M = 1), the reference the count was read from."""
     from solvers.app.sizing import relu_orthant_calls
