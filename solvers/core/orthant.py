@@ -18,7 +18,8 @@ aligned with a teacher unit), so each context integrates adaptively and refuses 
 rather than return fewer digits than it carries:
 
 * mpmath: Gauss–Legendre, then tanh-sinh quadrature (``mpmath.quad``) with guard digits, the
-  error estimate checked;
+  error estimate checked; from the fields' canonical ordering, remembered with the precision
+  (the same memo as float64's);
 * python-flint arb: ``acb.integral`` (rigorous enclosure; the branch cuts of sqrt and asin are
   checked on every ball), the midpoint returned; for nearly aligned fields (smallest eigenvalue
   of the correlation matrix below ALIGNED) mpmath's tanh-sinh rule at flint's precision, whose
