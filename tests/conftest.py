@@ -61,6 +61,25 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
+# Under xdist (make test: one worker per core) no core is free for a second process of a solve
+# (the checking run of a verifying pair, the Taylor jets beside the printing) or the simulator's
+# second thread: each test runs serial, as SCALING_ODES_SERIAL=1 asks (inherited by the command-
+# line subprocesses and notebook kernels it starts).  A fork of a worker that has SymPy and
+# NumPy loaded costs copy-on-write page faults on top of the same work: 50 variant-matrix tests
+# took 22.6 s of CPU (5.9 s system) with the forks, 16.5 s (1.1 s system) serial.  The modules
+# that test the second process or thread themselves, and the generation-time estimate (measured
+# with the jets' second process), keep the environment as it is.
+_CONCURRENCY_TESTS = {"test_concurrent_settle.py", "test_codegen_parallel.py", "test_ckernel.py",
+                      "test_simulate_defaults.py", "test_codegen_estimate.py"}
+
+
+@pytest.fixture(autouse=True)
+def _serial_under_xdist(request, monkeypatch):
+    if (os.environ.get("PYTEST_XDIST_WORKER") and "SCALING_ODES_SERIAL" not in os.environ
+            and request.path.name not in _CONCURRENCY_TESTS):
+        monkeypatch.setenv("SCALING_ODES_SERIAL", "1")
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Generated-on-demand modules (and the simulator's compiled kernel) go to a temporary cache

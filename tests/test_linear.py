@@ -1,4 +1,5 @@
 """Linear activation, K = M = 1: symbolic identities, three exact routes, asymptotics."""
+import functools
 import time
 from fractions import Fraction
 from itertools import pairwise
@@ -82,6 +83,7 @@ def test_a1_residual_at_working_precision_L256():
 
 # ---- the three exact routes -------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)      # the modes curve is the reference of two tests
 def _curve(L, beta, eta, route, digits=30):
     vals, meta = sl.exact_curve(spectra.power_law(L, beta), eta, ALPHAS, route=route,
                                 sigma_J=Fraction(1, 10), digits=digits)
@@ -89,18 +91,19 @@ def _curve(L, beta, eta, route, digits=30):
     return vals
 
 
-@pytest.mark.parametrize("eta", ETAS)
-@pytest.mark.parametrize("beta", BETAS)
+# The level route costs a few CPU seconds per curve at L = 64 (444 and 555 digits), the
+# companion route 1-4 s: three (β, η) pairs covering every β and every η run by default, the
+# other six in the full set.
+_DIAGONAL = [(BETAS[i], ETAS[i]) for i in range(3)]
+_OFF_DIAGONAL = [(b, e) for b in BETAS for e in ETAS if (b, e) not in _DIAGONAL]
+
+
+@pytest.mark.parametrize("beta,eta", _DIAGONAL + [pytest.param(b, e, marks=pytest.mark.full)
+                                                  for b, e in _OFF_DIAGONAL])
 def test_modes_and_companion_routes_agree_L64(beta, eta):
     a = _curve(64, beta, eta, "modes")
     b = _curve(64, beta, eta, "companion")
     assert agreement_digits(a, b) >= 30
-
-
-# The level route costs a few CPU seconds per curve at L = 64 (444 and 555 digits): three
-# (β, η) pairs covering every β and every η run by default, the other six in the full set.
-_DIAGONAL = [(BETAS[i], ETAS[i]) for i in range(3)]
-_OFF_DIAGONAL = [(b, e) for b in BETAS for e in ETAS if (b, e) not in _DIAGONAL]
 
 
 @pytest.mark.parametrize("beta,eta", _DIAGONAL)

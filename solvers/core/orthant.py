@@ -18,7 +18,8 @@ aligned with a teacher unit), so each context integrates adaptively and refuses 
 rather than return fewer digits than it carries:
 
 * mpmath: Gauss–Legendre, then tanh-sinh quadrature (``mpmath.quad``) with guard digits, the
-  error estimate checked;
+  error estimate checked; from the fields' canonical ordering, remembered with the precision
+  (the same memo as float64's);
 * python-flint arb: ``acb.integral`` (rigorous enclosure; the branch cuts of sqrt and asin are
   checked on every ball), the midpoint returned; for nearly aligned fields (smallest eigenvalue
   of the correlation matrix below ALIGNED) mpmath's tanh-sinh rule at flint's precision, whose
@@ -43,7 +44,8 @@ import math
 
 import numpy as np
 
-from solvers.core.orthant_ray import PAIRS, grading, minors, ray_derivative, ray_integrand
+from solvers.core.orthant_ray import (PAIRS, canonical, grading, minors, ray_derivative,
+                                      ray_integrand)
 
 def _smallest_eigenvalue(r):
     """The smallest eigenvalue of the correlation matrix of r (float64 screen; arrays
@@ -99,12 +101,19 @@ def _cone_tol() -> float:
 
 def orthant4_mpmath(*r):
     """P4 at mpmath's working precision (scoped by the caller's context); ValueError when the
-    quadrature's error estimate is not below 10^-dps."""
+    quadrature's error estimate is not below 10^-dps.  Integrated from the fields' canonical
+    ordering and remembered with the precision (the memo below): a right-hand side asks for the
+    same four fields in two orders (ReLU K = 2), and a Newton step's Jacobian for the fields of
+    its right-hand side again, each ~1 s at 20-30 digits."""
     import mpmath as mp
     dps = mp.mp.dps
+    with mp.workdps(dps + 10):
+        rr = canonical(tuple(mp.mpf(x) for x in r))
+    key = ("mpmath", mp.mp.prec, rr)
+    if key in _MEMO:
+        return _MEMO[key]
     low = _check_positive_semidefinite(r, _cone_tol())
     with mp.workdps(dps + 10):
-        rr = [mp.mpf(x) for x in r]
         zero, one = mp.mpf(0), mp.mpf(1)
         # the minors of the given (exact) correlations exactly: cubic in them
         with mp.workprec(3 * mp.mp.prec + 64):
@@ -128,7 +137,9 @@ def orthant4_mpmath(*r):
                              f"1e-{dps} (smallest eigenvalue of the correlation matrix "
                              f"{low:.2g})")
         out = mp.mpf(1) / 16 + val
-    return +out
+    out = +out
+    _remember(key, out)
+    return out
 
 
 # -- python-flint arb -------------------------------------------------------------------------
@@ -190,9 +201,10 @@ FLOAT64_TOL = 1e-12
 _jit = None
 
 # P4 of the last few scalar correlation matrices, keyed by their canonical ordering
-# (orthant_jit.canonical): a right-hand side asks for the same four fields in several orders
-# (K = 3: 27 calls, 12 distinct matrices).  Exact: P4 is computed from the canonical ordering
-# on every path, so a hit returns the number a new computation would.
+# (orthant_ray.canonical; in mpmath with the precision as well): a right-hand side asks for the
+# same four fields in several orders (K = 3: 27 calls, 12 distinct matrices).  Exact: P4 is
+# computed from the canonical ordering on every path, so a hit returns the number a new
+# computation would.
 _MEMO: dict = {}
 _MEMO_SIZE = 256            # 0: no memo (bench/bench_orthant_float.py measures both)
 
@@ -218,10 +230,7 @@ def orthant4_float(*r):
             return _MEMO[key]
         fine, diff, low = k.p4(key, tol)
         _refuse(low, diff, tol)
-        if _MEMO_SIZE:
-            if len(_MEMO) >= _MEMO_SIZE:
-                _MEMO.clear()
-            _MEMO[key] = fine
+        _remember(key, fine)
         return fine
     rr = np.broadcast_arrays(*[np.asarray(x, dtype=float) for x in r])
     flat = [np.ascontiguousarray(x).reshape(-1) for x in rr]
@@ -231,6 +240,13 @@ def orthant4_float(*r):
         _refuse(np.min(low), np.max(diff), tol)
     fine = fine.reshape(rr[0].shape)
     return fine if fine.ndim else float(fine)
+
+
+def _remember(key, value) -> None:
+    if _MEMO_SIZE:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = value
 
 
 def _refuse(low: float, diff: float, tol: float) -> None:

@@ -11,7 +11,6 @@ changes: the functions compiled into them are that file's.
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -20,9 +19,7 @@ from numba import njit
 from solvers.core import orthant_ray as _ray
 from solvers.core.artifacts import numba_kernels
 
-PAIRS, _INDEX = _ray.PAIRS, _ray.INDEX
-# the 24 relabellings of the four fields, under which P4 is invariant
-_RELABELLINGS = tuple(itertools.permutations(range(4)))
+PAIRS = _ray.PAIRS
 # the Gauss–Legendre rules on [-1, 1] applied on every panel, 16 nodes checked by 11: frozen
 # into the compiled code as constants
 _FINE_X, _FINE_W = np.polynomial.legendre.leggauss(16)
@@ -34,6 +31,7 @@ _COARSE_X, _COARSE_W = np.polynomial.legendre.leggauss(11)
 _minors = njit(inline="always")(_ray.minors)
 _ray_integrand = njit(inline="always")(_ray.ray_integrand)
 _grading = njit(nogil=True)(_ray.grading)
+_canonical = njit(inline="always")(_ray.canonical)
 
 
 @njit(nogil=True)
@@ -148,17 +146,8 @@ def p4(r, tol):
 
 @njit(cache=True, nogil=True)
 def canonical(r):
-    """The correlations of the relabelling of the four fields that is first in lexicographic
-    order: one representative of the 24 orderings of the same four fields (P4 is the same for
-    all of them), so that P4 computed from it is the same number for every ordering."""
-    best = r
-    for p in _RELABELLINGS:
-        a, b, c, d = p
-        t = (r[_INDEX[a][b]], r[_INDEX[a][c]], r[_INDEX[a][d]], r[_INDEX[b][c]],
-             r[_INDEX[b][d]], r[_INDEX[c][d]])
-        if t < best:
-            best = t
-    return best
+    """orthant_ray.canonical, compiled (a kernel of this module, so that it is cached)."""
+    return _canonical(r)
 
 
 @njit(cache=True, nogil=True)

@@ -9,6 +9,7 @@ no isinstance, scalars only).  A leaf module: it imports nothing of the package.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
@@ -16,6 +17,22 @@ PAIRS = ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))
 # order (tuples, not a dict: numba compiles the functions below)
 OTHERS = ((2, 3), (1, 3), (1, 2), (0, 3), (0, 2), (0, 1))
 INDEX = ((-1, 0, 1, 2), (0, -1, 3, 4), (1, 3, -1, 5), (2, 4, 5, -1))
+# the 24 relabellings of the four fields, under which P4 is invariant
+RELABELLINGS = tuple(itertools.permutations(range(4)))
+
+
+def canonical(r):
+    """The correlations of the relabelling of the four fields that is first in lexicographic
+    order: one representative of the 24 orderings of the same four fields (P4 is the same for
+    all of them), so that P4 computed from it is the same number for every ordering."""
+    best = r
+    for p in RELABELLINGS:
+        a, b, c, d = p
+        t = (r[INDEX[a][b]], r[INDEX[a][c]], r[INDEX[a][d]], r[INDEX[b][c]],
+             r[INDEX[b][d]], r[INDEX[c][d]])
+        if t < best:
+            best = t
+    return best
 
 
 def ray_derivative(r, t, sqrt, asin, pi):
