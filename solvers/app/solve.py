@@ -155,6 +155,9 @@ def solve_spec(spec: Spec, progress=None) -> dict:
             # the absolute error bound of eps_g: a value within it of 0 is reported as 0
             **({"eps_g_bound": float(traj.stats["eps_g_bound"])}
                if "eps_g_bound" in traj.stats else {}),
+            # what a float64 overlap state resolves of eps_g: it caps the digits claimed
+            **({"eps_g_resolution": float(traj.stats["eps_g_resolution"])}
+               if "eps_g_resolution" in traj.stats else {}),
             # the end of learning: from this alpha on the state is the teacher's to the run's
             # precision, held (eps_g = 0 within eps_g_bound)
             **({"converged_at_alpha": float(traj.stats["held_from"])}

@@ -290,6 +290,8 @@ class _EndOfLearningWatch:
         dps = ctx.dps if ctx.name != "float64" else None
         # the step's bound_rate is max(u_eff, rtol): the bound is eps_g_bound of the run
         self.bound = step.bound_rate * float(scale)
+        # what a float64 overlap state resolves of ε_g (verify.carried_digits)
+        self.resolution = step.resolution_rate * float(scale)
         if self.active:
             # ε_g of a state in mpmath (midpoints, exact), its vanishing minors at their limit
             self.limit = _AtTheLimit((dps or 16) + 10,
@@ -338,6 +340,8 @@ class _EndOfLearningWatch:
     def finished(self, traj, started):
         stats = traj.stats
         stats["eps_g_bound"] = self.bound
+        if self.resolution:
+            stats["eps_g_resolution"] = self.resolution
         held = stats.get("held_from")
         for p, (a, e) in enumerate(zip(traj.alpha, traj.eps_g)):
             if (held is not None and float(Fraction(str(a))) >= held) or abs(e) <= self.bound:

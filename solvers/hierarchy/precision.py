@@ -43,7 +43,9 @@ class Step:
     (0 the first run, n the check tightened n times).  The rest is what
     ``odes.integrate_problem`` needs: ``scalar_dps`` the digits of the row-independent scalars
     (``short_dps``), ``roundoff`` the unit roundoff u and ``bound_rate`` = max(u_eff, rtol),
-    which times max |T^(1)| is the absolute error bound of ε_g (``eps_g_bound``).  A step of a
+    which times max |T^(1)| is the absolute error bound of ε_g (``eps_g_bound``);
+    ``resolution_rate`` times max |T^(1)| is what a float64 overlap state resolves of ε_g (0 in
+    arbitrary precision: ``STATE_ROUNDINGS``).  A step of a
     generic ladder (``ladder`` without ``step``) carries only ``dps`` and ``tighter``."""
 
     dps: int | None
@@ -55,6 +57,7 @@ class Step:
     scalar_dps: int | None = None
     roundoff: float | None = None
     bound_rate: float | None = None
+    resolution_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -297,7 +300,8 @@ def make_step(basis: str, arithmetic: str, integrator: str, dps: int | None, rto
     u = unit_roundoff(arithmetic, working if arbitrary else None)
     u_eff = math.sqrt(u) if relu else SMOOTH_ROUNDINGS * u
     return Step(int(dps) if arbitrary else None, tighter, basis, arithmetic, integrator, rtol,
-                short_dps(rtol, working), u, max(u_eff, float(Fraction(str(rtol)))))
+                short_dps(rtol, working), u, max(u_eff, float(Fraction(str(rtol)))),
+                0.0 if arbitrary else STATE_ROUNDINGS * u)
 
 
 def ladder(dps: int, rounds: int, fixed: bool = False, step=None) -> tuple:
@@ -396,6 +400,18 @@ def checking_dps(dps: int) -> int:
 # negative one is refused), and a noise-free run whose ε_g is within it has reached the end of
 # learning (solvers.hierarchy.odes holds the state from there).
 SMOOTH_ROUNDINGS = 100
+
+# Above the bound, a float64 run's ε_g still carries only what its state resolves: the overlaps
+# are O(T) numbers rounded to u each, and ε_g's first derivatives in them are O(1) (its
+# gradient vanishes only along realisable directions, not along roundings), so a rounding of
+# the state moves ε_g by about u max|T^(1)|, whatever the integrator.  Two float64 runs of a
+# checking pair share that floor and agree through it; their relative digits are therefore
+# capped at log10(|ε_g| / resolution) (verify.carried_digits), resolution = STATE_ROUNDINGS u
+# max|T^(1)| (a Step's ``resolution_rate`` times max|T^(1)|).  Measured (erf K = M = 1, L = 4, η = 1, α = 100): the float64 pair's ε_g =
+# 8.57e-11 is off by 7.5e-17 = 0.47 u T^(1), 17x below the resolution.  Arbitrary-precision
+# pairs differ in their dps (a settle ladder, a fixed dps's check), so their comparison sees
+# the floor itself; the fast route's states are exact products of float64 factors.
+STATE_ROUNDINGS = 8
 
 
 def unit_roundoff(arithmetic: str, dps: int | None) -> float:

@@ -31,16 +31,20 @@ def agreement_digits(a, b, floor: float = 0.0) -> float:
     """Smallest number of agreeing significant digits over two ε_g sequences (exact compare).
 
     ``floor``: an absolute error bound of ε_g (``eps_g_bound``, the larger of the two runs').
-    A pair that differs by no more than it agrees whatever its relative difference: at the end
-    of learning ε_g ≈ 0 has no significant digits to compare, only an absolute error."""
+    Values both within it of 0 agree whatever their difference: at the end of learning ε_g ≈ 0
+    has no significant digits to compare, only an absolute error.  Above it the digits are
+    relative: a pair at ε_g = 1e-10 that differs by 1e-17 agrees on 7 digits, even where the
+    bound is larger than the difference."""
+    if len(a) != len(b):
+        raise ValueError(f"two eps_g sequences of {len(a)} and {len(b)} values")
     worst = math.inf
     for x, y in zip(a, b):
         x, y = to_mpf(x), to_mpf(y)
         scale = max(abs(x), abs(y))
-        if scale == 0:
+        if scale == 0 or scale <= floor:
             continue
         diff = mpmath.fsub(x, y, exact=True)
-        if diff != 0 and not abs(diff) <= floor:
+        if diff != 0:
             worst = min(worst, float(-mpmath.log10(abs(diff) / scale)))
     return worst
 
@@ -49,6 +53,28 @@ def bound(*trajectories) -> float:
     """The larger absolute error bound of ε_g of some runs (``precision.eps_g_bound``, recorded
     by each run in ``stats["eps_g_bound"]``; 0 where a run has none)."""
     return max((t.stats.get("eps_g_bound", 0.0) for t in trajectories), default=0.0)
+
+
+def carried_digits(traj) -> float:
+    """Relative digits a float64 overlap state holds of its nonzero ε_g: log10(|ε_g| /
+    resolution) at the smallest (``precision.STATE_ROUNDINGS``, ``stats["eps_g_resolution"]``;
+    inf for runs that record none).  A pair of such runs shares this floor and agrees through
+    it, so their agreement is capped here."""
+    res = traj.stats.get("eps_g_resolution", 0.0)
+    small = [abs(float(e)) for e in traj.eps_g if e != 0]
+    if not res or not small:
+        return math.inf
+    return math.log10(min(small) / res)
+
+
+def _below_the_state(agree: float, traj, digits: int) -> str:
+    """The reason a float64 pair's agreement is not its digits ('' when it is)."""
+    held = carried_digits(traj)
+    if held >= digits or held > agree:
+        return ""
+    e = min((abs(float(x)) for x in traj.eps_g if x != 0), default=0.0)
+    return (f"a float64 state holds only {max(held, 0):.1f} digits of eps_g = {e:.3g} "
+            f"(its overlaps round at {traj.stats['eps_g_resolution']:.1g})")
 
 
 def values_and_bound(traj):
@@ -86,6 +112,8 @@ def tighter_pair(p, first, second, together: bool):
     fallback runs)."""
     agree = (-math.inf if second is None
              else pair_agreement(first, values_and_bound(second)))
+    if second is not None:
+        agree = min(agree, carried_digits(second))
     if not agrees(agree, p.digits):
         return None
     second.stats["agreement_digits"] = agree
@@ -99,17 +127,21 @@ def tighter_pair(p, first, second, together: bool):
 def float64_checked(p, first, second):
     """A float64 modes run and its check at the plan's tighter tolerance."""
     agree = agreement_digits(first.eps_g, second.eps_g, bound(first, second))
+    why = _below_the_state(agree, first, p.digits)
+    agree = min(agree, carried_digits(first))
     if agree < p.digits:
+        why = why or f"a run at rtol = {p.check.rtol:g} disagrees"
         raise PrecisionLost(f"dps = \"float64\" verified only {max(agree, 0):.1f} of the "
-                            f"{p.digits} digits asked for (a run at rtol = {p.check.rtol:g} "
-                            f"disagrees); ask for fewer digits or use dps = \"auto\"")
+                            f"{p.digits} digits asked for ({why}); ask for fewer digits or "
+                            f"use dps = \"auto\"")
     first.stats["agreement_digits"] = agree
     return first
 
 
 def check_float64_levels(levels, modes, digits: int) -> float:
     """Digits the float64 level run shares with the modes run; PrecisionLost below ``digits``."""
-    agree = agreement_digits(levels.eps_g, modes.eps_g, bound(levels, modes))
+    agree = min(agreement_digits(levels.eps_g, modes.eps_g, bound(levels, modes)),
+                carried_digits(levels), carried_digits(modes))
     if agree < digits:
         raise PrecisionLost(
             f"float64 in the level basis has lost its digits: eps_g agrees with the modes basis "
