@@ -55,10 +55,11 @@ def _ptr(a):
 def aligned(a, align=64):
     """A C-contiguous copy of ``a`` whose data start on a multiple of ``align`` bytes.  NumPy's
     arrays start 16 bytes past a cache line here; the kernel's 64-byte loads and stores then
-    each touch two lines, and with two threads the line at the cut between the parts is
-    written by both.  Measured at N = 1024, K = M = 2, aligned / 16 bytes off, steps per
-    second: xoshiro 1.1x on one thread and on two, float32 1.0x (its step is not bound by
-    memory accesses)."""
+    each touch two lines, and with two threads (each writing its part: runs of 8 coordinates,
+    csrc/sgd_rows.c) the lines at the ends of every run would be written by both.  Measured
+    at N = 1024, K = M = 2 with the kernel before the split by lanes, aligned / 16 bytes off,
+    steps per second: xoshiro 1.1x on one thread and on two, float32 1.0x (its step is not
+    bound by memory accesses)."""
     a = np.asarray(a)
     buf = np.empty(a.nbytes + align, dtype=np.uint8)
     off = (-buf.ctypes.data) % align
@@ -122,9 +123,11 @@ class CKernel:
 
     def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work,
               threads=1):
-        """As kernels._steps for the row layout, on 1 or 2 threads (the same bits either way);
-        returns (-1 or the step at which a field became non-finite, the second thread's CPU
-        seconds).  The arrays are used as they are (simulate checks them once)."""
+        """As kernels._steps for the row layout, on 1 or 2 threads (the same bits either way:
+        each thread does the part of every sample its 8 lanes draw, and one thread sums the
+        two parts apart too); returns (-1 or the step at which a field became non-finite, the
+        second thread's CPU seconds).  The arrays are used as they are (simulate checks them
+        once); ``work`` is :meth:`work`'s (the ring of samples drawn ahead)."""
         K, N = J.shape
         M = B.shape[0]
         cpu = ctypes.c_double(0.0)

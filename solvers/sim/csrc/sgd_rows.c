@@ -6,12 +6,13 @@
  * kernel of the column layout and of NumPy's stream.
  *
  * Why C: at N = 1024, K = M = 2 a step costs about a nanosecond per coordinate, so what
- * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
- * stored a block of BLOCK coordinates at a time, then the block's rows are updated with the
- * current sample and both fields of the next one are summed while the block is in L1: one pass
- * over J, B, z per step instead of three.  The draw runs the generator's lanes in groups of a
- * vector register (GL below), the float32 transforms of several groups interleaved (GF).  And
- * the command that runs it does not start numba (about 0.9 s of fixed cost).
+ * matters is how often each coordinate is touched.  A step is one pass over the coordinates
+ * (the rows of J updated with the current sample, then, while they are in cache, both fields
+ * of the next sample summed) and the draw of a later sample, whole and final, into a ring of
+ * sample buffers (NBUF).  The draw runs the generator's lanes in groups of a vector register
+ * (GL below), the float32 transforms of several groups interleaved (GF).  The command that runs
+ * it does not start numba (about 0.9 s of fixed cost).  Two threads split each sample by the
+ * lanes that draw it (see "two threads" below).
  *
  * Every instruction-set path (AVX-512, AVX2 + FMA, plain C) does the same IEEE operations in the
  * same order element by element, so a run gives the same bits on each.
@@ -25,9 +26,8 @@
  *            as LLVM contracts them in the numba kernel; nothing else is contracted), the 0.1 %
  *            of tail words in float64.
  * A word whose normal is not final after the vector pass (a ziggurat rejection, a float32
- * tail) first gets the pass's finite value; afterwards the true value replaces it and the
- * fields are corrected by J[i, a] (true - first).  So the fields are the same sums as the numba
- * kernel's in another order: trajectories agree to rounding, not bitwise.
+ * tail) is listed and redone before the sample is used.  The fields are the same sums as the
+ * numba kernel's in another order: trajectories agree to rounding, not bitwise.
  */
 #include <math.h>
 #include <pthread.h>
@@ -49,11 +49,7 @@
 
 #define LANES 16
 #define SROW (LANES + 1) /* a state row: LANES vector lanes and the repair lane */
-#define CHUNK 32         /* normals per block: one 64-bit word from each lane, two halves */
-#define REC 34           /* a block's record: its <= 32 words, offset, mask of words to redo */
-#ifndef BLOCK
-#define BLOCK 256        /* coordinates drawn, then updated, at a time */
-#endif
+#define CHUNK 32         /* normals per chunk: one 64-bit word from each lane, two halves */
 
 typedef double v8d __attribute__((vector_size(64), aligned(8)));
 
