@@ -751,9 +751,8 @@ static inline void new_fields(const shared_t *S, local_t *T, const double *s0, c
  * posted within a step), then sleep until it posts (Linux futex; elsewhere yield the core).
  * When the other thread has lost its core to other work, the waiting one then sleeps instead
  * of spinning through whole time slices.  The post's store is ordered before its look for
- * sleepers (seq_cst; a release store there let a post miss a thread that went to sleep in that
- * instant, which then slept until a timeout: measured 0.55x the steps per second with a 1 ms
- * timeout, two threads at real-time priority). */
+ * sleepers (seq_cst): with a release store a post could miss a thread going to sleep in that
+ * instant. */
 #define SPIN_LIMIT 2000
 
 struct sleep_s {
