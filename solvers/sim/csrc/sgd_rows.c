@@ -400,8 +400,8 @@ static inline void draw_rest(const int gen, const int p, uint64_t *st, const cen
  * (the other part's coordinates are not touched), part p's flagged words into F[p - p0], their
  * lanes advanced in st.  GEN_F32, a part at a time: CU consecutive chunks of the part's NGP
  * lane groups are transformed side by side (central_gf).  GEN_ZIG, whose transform is short:
- * the lane groups of all the parts side by side (one part's single group on AVX-512 left the
- * step loop 5-10 % slower). */
+ * the lane groups of all the parts side by side (on AVX-512 one part is a single group, and the
+ * kernel before this one drew two groups side by side there, bench/ARCHIVE.md §46). */
 static inline __attribute__((always_inline)) void draw_parts(
         const int gen, const int p0, const int np, uint64_t *st, const central_t *C,
         const double *scale, double *z, int64_t N, flagged_t *F) {
