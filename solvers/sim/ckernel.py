@@ -61,11 +61,19 @@ def aligned(a, align=64):
     steps per second: xoshiro 1.1x on one thread and on two, float32 1.0x (its step is not
     bound by memory accesses)."""
     a = np.asarray(a)
-    buf = np.empty(a.nbytes + align, dtype=np.uint8)
-    off = (-buf.ctypes.data) % align
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out = aligned_empty(a.shape, a.dtype, align)
     out[...] = a
     return out
+
+
+def aligned_empty(shape, dtype, align=64):
+    """An uninitialised C-contiguous array whose data start on a multiple of ``align`` bytes
+    (its pages are not touched: what a run does not use costs no memory)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buf = np.empty(nbytes + align, dtype=np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
 class CKernel:
@@ -119,7 +127,9 @@ class CKernel:
         self._lib.sgd_transform_f32(_ptr(h), _ptr(z), len(h))
 
     def work(self, N, K, M):
-        return aligned(np.empty(self._lib.sgd_work_size(N, K, M)))
+        """The step loop's work space: the ring of samples drawn ahead and the lists of flagged
+        words (about 18 N words, most of them touched only by the ziggurat)."""
+        return aligned_empty(self._lib.sgd_work_size(N, K, M), np.float64)
 
     def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work,
               threads=1):
