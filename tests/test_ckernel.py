@@ -361,14 +361,54 @@ def test_thread_choice_follows_the_measured_rate():
 
 
 @needs_cc
-def test_switching_threads_within_a_run_keeps_the_bits(kernel, monkeypatch):
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+@pytest.mark.parametrize("call_work", [1 << 15, 1 << 12])
+def test_switching_threads_within_a_run_keeps_the_bits(kernel, monkeypatch, generator,
+                                                       call_work):
+    """Calls of 8 steps, and of 1 step (fewer than the kernel draws ahead: 1 sample with
+    float32, 2 with the ziggurat on two threads), switching threads every other call (PROBE:
+    every other call runs on the count not chosen)."""
     from solvers.hierarchy import background
     from solvers.sim import simulate as sim
     monkeypatch.setattr(background, "available_cpus", lambda: 2)
     monkeypatch.setattr(sim, "_load_average", lambda: 0.0)          # an idle machine
     monkeypatch.setattr(sim._ThreadChoice, "PROBE", 2)          # every other call switches
-    monkeypatch.setattr(sim, "_CALL_WORK_TWO_THREADS", 1 << 15)  # many short calls
-    kw = {**THREAD_CASES["erf K2 M2 N1024"], "generator": "float32", "alphas": [0, 1, 6]}
+    monkeypatch.setattr(sim, "_CALL_WORK_TWO_THREADS", call_work)  # many short calls
+    monkeypatch.setattr(sim, "_CALL_WORK", call_work)
+    alphas = [0, 1, 6] if call_work > 1 << 12 else [0, 0.01, 0.3]
+    kw = {**THREAD_CASES["erf K2 M2 N1024"], "generator": generator, "alphas": alphas}
     mixed, one = simulate(seed=8, **kw), simulate(seed=8, threads=1, **kw)
     for f in ("J_final", "R1", "Q1", "eps_g"):
         assert np.array_equal(getattr(mixed, f), getattr(one, f)), f
+
+
+@needs_cc
+@pytest.mark.parametrize("generator", ["xoshiro", "float32"])
+@pytest.mark.parametrize("N", [1024, 100])
+def test_a_blow_up_leaves_the_stream_after_the_last_step(kernel, generator, N):
+    """The kernel draws samples ahead of its steps; when a field is not finite at step t it
+    hands back sample t and the lanes after it, on one thread and on two, as numba's stream
+    (normals.py, drawn here sample by sample) has them."""
+    fill_nb = nm.fill_normals if generator == "xoshiro" else nm.fill_normals_f32
+    rng = np.random.default_rng(N)
+    st_start = nm.seed_state(np.random.SeedSequence(N + 1))
+    scale = ckernel.aligned(rng.uniform(0.5, 1.5, N))
+    runs = []
+    for threads in (1, 2):
+        st = st_start.copy()
+        z = ckernel.aligned(np.empty(N))
+        kernel.fill(generator, st, scale, z)
+        J = ckernel.aligned(rng.normal(size=(1, N)) if threads == 1 else runs[0]["J0"])
+        B = ckernel.aligned(np.ones((1, N)))
+        J0 = J.copy()
+        x, y = J @ z / np.sqrt(N), B @ z / np.sqrt(N)
+        bad, _ = kernel.steps(generator, st, J, B, scale, N, 40.0, 1, 5000, z, x, y,
+                              kernel.work(N, 1, 1), threads)
+        runs.append(dict(bad=bad, z=z.copy(), st=st.copy(), J0=J0, x=x.copy()))
+    assert 2 < runs[0]["bad"] < 5000                           # linear, eta = 40: it blows up
+    for f in ("bad", "z", "st", "x"):
+        assert np.array_equal(runs[0][f], runs[1][f], equal_nan=True), f
+    st_nb, z_nb = st_start.copy(), np.empty(N)
+    for _ in range(runs[0]["bad"] + 1):                        # samples 0 .. t
+        fill_nb(st_nb, np.empty(2 * N, dtype=np.uint64), scale, z_nb)
+    assert np.array_equal(runs[0]["z"], z_nb) and np.array_equal(runs[0]["st"], st_nb)

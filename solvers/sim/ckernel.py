@@ -55,16 +55,25 @@ def _ptr(a):
 def aligned(a, align=64):
     """A C-contiguous copy of ``a`` whose data start on a multiple of ``align`` bytes.  NumPy's
     arrays start 16 bytes past a cache line here; the kernel's 64-byte loads and stores then
-    each touch two lines, and with two threads the line at the cut between the parts is
-    written by both.  Measured at N = 1024, K = M = 2, aligned / 16 bytes off, steps per
-    second: xoshiro 1.1x on one thread and on two, float32 1.0x (its step is not bound by
-    memory accesses)."""
+    each touch two lines, and with two threads (each writing its part: runs of 8 coordinates,
+    csrc/sgd_rows.c) the lines at the ends of every run would be written by both.  Measured
+    at N = 1024, K = M = 2 with the kernel before the split by lanes, aligned / 16 bytes off,
+    steps per second: xoshiro 1.1x on one thread and on two, float32 1.0x (its step is not
+    bound by memory accesses)."""
     a = np.asarray(a)
-    buf = np.empty(a.nbytes + align, dtype=np.uint8)
-    off = (-buf.ctypes.data) % align
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out = aligned_empty(a.shape, a.dtype, align)
     out[...] = a
     return out
+
+
+def aligned_empty(shape, dtype, align=64):
+    """An uninitialised C-contiguous array whose data start on a multiple of ``align`` bytes
+    (its pages are not touched: what a run does not use costs no memory)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buf = np.empty(nbytes + align, dtype=np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + nbytes].view(dtype).reshape(shape)
 
 
 class CKernel:
@@ -118,13 +127,17 @@ class CKernel:
         self._lib.sgd_transform_f32(_ptr(h), _ptr(z), len(h))
 
     def work(self, N, K, M):
-        return aligned(np.empty(self._lib.sgd_work_size(N, K, M)))
+        """The step loop's work space: the ring of samples drawn ahead and the lists of flagged
+        words (about 18 N words, most of them touched only by the ziggurat)."""
+        return aligned_empty(self._lib.sgd_work_size(N, K, M), np.float64)
 
     def steps(self, generator, state, J, B, scale, n_tr, eta, act, n_steps, z, x, y, work,
               threads=1):
-        """As kernels._steps for the row layout, on 1 or 2 threads (the same bits either way);
-        returns (-1 or the step at which a field became non-finite, the second thread's CPU
-        seconds).  The arrays are used as they are (simulate checks them once)."""
+        """As kernels._steps for the row layout, on 1 or 2 threads (the same bits either way:
+        each thread does the part of every sample its 8 lanes draw, and one thread sums the
+        two parts apart too); returns (-1 or the step at which a field became non-finite, the
+        second thread's CPU seconds).  The arrays are used as they are (simulate checks them
+        once); ``work`` is :meth:`work`'s (the ring of samples drawn ahead)."""
         K, N = J.shape
         M = B.shape[0]
         cpu = ctypes.c_double(0.0)

@@ -138,10 +138,13 @@ _COLUMN_KERNEL_MIN_K = 32
 # From this N on, one run's steps take two threads when a second CPU is free (C kernel): below
 # it the per-step exchange between the cores is not paid back.  Two threads / one, steps per
 # second at K = M = 2: bench/ARCHIVE.md §13's table float32 1.20 (N = 256), 1.34 (1024), 1.73 (7000),
-# xoshiro 0.99, 1.29, 1.32; interleaved in-process runs of the landed kernel, 3 rounds each,
-# float32 0.7-1.3 at 512, 1.2-1.5 at 1024, 1.3-1.6 at 2048; xoshiro, whose redraws of rejected
-# words are serial across the two parts (one repair lane), 1.0-1.4 at 512, 1.0-1.3 at 1024.
-# Single rounds scatter (~15 %); the probe of _ThreadChoice undoes a bad pick.
+# xoshiro 0.99, 1.29, 1.32; interleaved in-process runs of the kernel that cut the coordinates in
+# halves, 3 rounds each, float32 0.7-1.3 at 512, 1.2-1.5 at 1024, 1.3-1.6 at 2048; xoshiro,
+# whose redraws of rejected words are serial across the two parts (one repair lane), 1.0-1.4 at
+# 512, 1.0-1.3 at 1024.  The kernel that cuts the lanes instead (§50), float32 at N = 1024, at
+# real-time priority (the machine was never idle): 1.2-1.8 in wall in-process; the whole command
+# 0.64x one thread's wall for 1.13x its CPU.  Single rounds scatter (~15 %, and more on this
+# machine); the probe of _ThreadChoice undoes a bad pick.
 _TWO_THREAD_MIN_N = {"float32": 512, "xoshiro": 1024}
 # Steps per kernel call: sets how often the progress bar moves (about 3.10^7 multiply-adds,
 # ~10 ms on the C kernel: each call costs ~30 us of Python, 1 % of the command at 4x fewer

@@ -6,12 +6,13 @@
  * kernel of the column layout and of NumPy's stream.
  *
  * Why C: at N = 1024, K = M = 2 a step costs about a nanosecond per coordinate, so what
- * matters is how often each coordinate is touched.  Here the next sample is drawn, scaled and
- * stored a block of BLOCK coordinates at a time, then the block's rows are updated with the
- * current sample and both fields of the next one are summed while the block is in L1: one pass
- * over J, B, z per step instead of three.  The draw runs the generator's lanes in groups of a
- * vector register (GL below), the float32 transforms of several groups interleaved (GF).  And
- * the command that runs it does not start numba (about 0.9 s of fixed cost).
+ * matters is how often each coordinate is touched.  A step is one pass over the coordinates
+ * (the rows of J updated with the current sample, then, while they are in cache, both fields
+ * of the next sample summed) and the draw of a later sample, whole and final, into a ring of
+ * sample buffers (NBUF).  The draw runs the generator's lanes in groups of a vector register
+ * (GL below), the float32 transforms of several groups interleaved (GF).  The command that runs
+ * it does not start numba (about 0.9 s of fixed cost).  Two threads split each sample by the
+ * lanes that draw it (see "two threads" below).
  *
  * Every instruction-set path (AVX-512, AVX2 + FMA, plain C) does the same IEEE operations in the
  * same order element by element, so a run gives the same bits on each.
@@ -25,9 +26,8 @@
  *            as LLVM contracts them in the numba kernel; nothing else is contracted), the 0.1 %
  *            of tail words in float64.
  * A word whose normal is not final after the vector pass (a ziggurat rejection, a float32
- * tail) first gets the pass's finite value; afterwards the true value replaces it and the
- * fields are corrected by J[i, a] (true - first).  So the fields are the same sums as the numba
- * kernel's in another order: trajectories agree to rounding, not bitwise.
+ * tail) is listed and redone before the sample is used.  The fields are the same sums as the
+ * numba kernel's in another order: trajectories agree to rounding, not bitwise.
  */
 #include <math.h>
 #include <pthread.h>
@@ -49,11 +49,7 @@
 
 #define LANES 16
 #define SROW (LANES + 1) /* a state row: LANES vector lanes and the repair lane */
-#define CHUNK 32         /* normals per block: one 64-bit word from each lane, two halves */
-#define REC 34           /* a block's record: its <= 32 words, offset, mask of words to redo */
-#ifndef BLOCK
-#define BLOCK 256        /* coordinates drawn, then updated, at a time */
-#endif
+#define CHUNK 32         /* normals per chunk: one 64-bit word from each lane, two halves */
 
 typedef double v8d __attribute__((vector_size(64), aligned(8)));
 
@@ -104,36 +100,23 @@ static uint64_t next_raw(uint64_t *st, int lane) {
 }
 
 /* The generator runs in groups of GL lanes, one vector register per state word: GL = 8 (a zmm
- * register) with AVX-512, 4 (a ymm register) otherwise.  The groups drawn side by side (GF, GZ
- * below) run through all the chunks of a block before the next ones start. */
+ * register) with AVX-512, 4 (a ymm register) otherwise; a part of a sample (below: lanes
+ * 8p .. 8p + 7) is NGP groups. */
 #if defined(__AVX512F__)
 #define GL 8
 #else
 #define GL 4
 #endif
 #define GB (8 * GL) /* bytes in a vector of GL 64-bit words */
-/* Lane groups drawn side by side.  The float32 transform of GF groups runs its Horner steps
- * interleaved (central_gf): one vector's two chains of 7 dependent fused multiply-adds leave
- * the FMA units idle.  AVX2: all four groups, although their state no longer fits the 16
- * registers beside the transform and goes through the stack (which costs less than the idle
- * units: the draw alone 1.2x, the step loop 1.12x faster than one group at a time, measured
- * on the AVX2 build on an AVX-512 EPYC); AVX-512: two (its 32 registers).  The ziggurat (GZ),
- * whose transform is short: two groups on AVX-512, one on AVX2 (two or four measured no
- * faster). */
-#ifndef GF
-#if defined(__AVX512F__)
-#define GF 2
-#else
-#define GF 4
-#endif
-#endif
-#ifndef GZ
-#if defined(__AVX512F__)
-#define GZ 2
-#else
-#define GZ 1
-#endif
-#endif
+#define NGP (8 / GL)
+/* The float32 transform of GF vectors runs its Horner steps interleaved (central_gf): one
+ * vector's two chains of 7 dependent fused multiply-adds leave the FMA units idle.  They are
+ * CU consecutive chunks of a part's NGP groups: 2 vectors with AVX-512, 4 on AVX2 (although
+ * the four no longer fit the 16 registers beside the transform and go through the stack, which
+ * costs less than the idle units: the draw alone 1.2x faster than one vector at a time,
+ * measured on the AVX2 build on an AVX-512 EPYC). */
+#define CU 2
+#define GF (NGP * CU)
 typedef uint64_t gu __attribute__((vector_size(GB))); /* GL words */
 typedef uint32_t gh __attribute__((vector_size(GB))); /* their 2 GL halves */
 typedef float gf __attribute__((vector_size(GB)));    /* 2 GL floats */
@@ -347,180 +330,237 @@ static inline gd zig_fast(gu b, uint32_t *rejected) {
 #endif
 }
 
-/* ---- drawing blocks of 32 normals ---------------------------------------------------------- */
+/* ---- a sample in two parts ----------------------------------------------------------------
+ * A sample's coordinates are cut in two parts by the lanes that draw them: part p is what lanes
+ * 8p .. 8p + 7 give.  In each chunk of 32 coordinates that is positions 16p .. 16p + 15 for
+ * GEN_F32 (lane l gives halves 2l, 2l + 1) and 8p .. 8p + 7, 16 + 8p .. 16 + 8p + 7 for GEN_ZIG
+ * (lane l gives words l and 16 + l); in the last N mod 32 coordinates the same rule.  So a part
+ * is drawn from lanes of its own, without passing over the other part's words, and it is two
+ * runs of 8 coordinates in each chunk: a cache line each, when the array starts on one
+ * (ckernel.aligned). */
 
-/* The next normals of the stream for the chunks at positions a0, a0 + 32, ... < a1, scaled,
- * into z[a0 .. a1).  Chunk k's 32 words go to its record
- * recs + REC k (GEN_ZIG: 32 words, word j for position j; GEN_F32: 16 words, half j for
- * position j), and the mask of its words whose value is not final is OR'd into rec[33], which
- * the caller zeroed.  Lane l gives the chunk's halves 2l, 2l + 1 (GEN_F32) or its words l,
- * 16 + l (GEN_ZIG). */
-static inline __attribute__((always_inline)) void draw_chunks(
-        int gen, uint64_t *st, const central_t *C, const double *scale, double *z, int64_t a0,
-        int64_t a1, uint64_t *recs) {
+/* offset in a chunk of run v (0, 1) of part p */
+static inline int64_t part_off(int gen, int p, int v) {
+    return gen == GEN_F32 ? 16 * p + 8 * v : 8 * p + 16 * v;
+}
+
+static inline int in_part(int gen, int p, int64_t j) { /* j: position in its chunk */
+    return (gen == GEN_F32 ? j >= 16 : (j & 15) >= 8) == p;
+}
+
+/* The words of a part whose normal is not final after the vector pass (GEN_F32: a tail half,
+ * GEN_ZIG: a rejected word), in increasing position.  GEN_ZIG first stores every word of the
+ * part at its position in wmap and the chunk's mask of rejected ones in mask (no branch per
+ * vector), then lists them.  On a cache line of its own: the thread that draws the part writes
+ * n. */
+typedef struct {
+    _Alignas(64) uint32_t *pos;
+    uint64_t *word;
+    int64_t n;
+    uint64_t *wmap;
+    uint32_t *mask;
+} flagged_t;
+
+static inline void flag(flagged_t *F, int64_t b, uint64_t w) {
+    F->pos[F->n] = (uint32_t)b;
+    F->word[F->n++] = w;
+}
+
+/* The last N mod 32 coordinates of part p, scalar: the words of normals.py's _raw_block, one
+ * per lane in lane order (GEN_ZIG), halves of ceil(n/2) words (GEN_F32). */
+static inline void draw_rest(const int gen, const int p, uint64_t *st, const central_t *C,
+                             const double *scale, double *z, int64_t N, flagged_t *F) {
+    const int64_t a = N / CHUNK * CHUNK, rest = N - a;
+    const int l0p = 8 * p;
+    if (gen == GEN_F32) {
+        for (int l = l0p; l < l0p + 8 && 2 * l < rest; l++) {
+            const uint64_t w = next_raw(st, l);
+            for (int e = 0; e < 2 && 2 * l + e < rest; e++) {
+                const uint32_t h = (uint32_t)(w >> (32 * e));
+                const int64_t b = a + 2 * l + e;
+                z[b] = scale[b] * (double)central((gh){0} + h, C)[0];
+                if (h >= H_TAIL) flag(F, b, h);
+            }
+        }
+    } else {
+        uint32_t m = 0;
+        for (int64_t j = 0; j < rest; j++) {
+            if (!in_part(GEN_ZIG, p, j)) continue;
+            const uint64_t w = next_raw(st, (int)(j % LANES)), r = w >> 12;
+            const int64_t b = a + j;
+            z[b] = scale[b] * ((double)r * ZWS[w & 0x1FF]);
+            F->wmap[b] = w;
+            m |= (uint32_t)(r >= ZKI[w & 0xFF]) << j;
+        }
+        F->mask[a / CHUNK] = m;
+    }
+}
+
+/* Parts p0 .. p0 + np - 1 of the next sample of the stream: their normals, scaled, into z
+ * (the other part's coordinates are not touched), part p's flagged words into F[p - p0], their
+ * lanes advanced in st.  GEN_F32, a part at a time: CU consecutive chunks of the part's NGP
+ * lane groups are transformed side by side (central_gf).  GEN_ZIG, whose transform is short:
+ * the lane groups of all the parts side by side (on AVX-512 one part is a single group, and the
+ * kernel before this one drew two groups side by side there, bench/ARCHIVE.md §46). */
+static inline __attribute__((always_inline)) void draw_parts(
+        const int gen, const int p0, const int np, uint64_t *st, const central_t *C,
+        const double *scale, double *z, int64_t N, flagged_t *F) {
     /* a local copy: *C could alias the stores below, so its coefficients would be reloaded from
      * memory in every iteration even where registers are free (AVX-512) */
     const central_t Cl = *C;
+    const int64_t nch = N / CHUNK;
+    for (int pp = 0; pp < np; pp++) F[pp].n = 0;
     if (gen == GEN_F32) {
-        for (int g0 = 0; g0 < LANES; g0 += GF * GL) {
-            glanes_t G[GF];
-            for (int u = 0; u < GF; u++) glanes_load(&G[u], st, g0 + u * GL);
-            uint64_t *rec = recs;
-            for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
+        for (int pp = 0; pp < np; pp++) {
+            const int l0p = 8 * (p0 + pp);
+            flagged_t *Fp = &F[pp];
+            glanes_t G[NGP];
+            for (int g = 0; g < NGP; g++) glanes_load(&G[g], st, l0p + g * GL);
+            int64_t k = 0;
+            for (; k + CU <= nch; k += CU) {
                 gh h[GF];
                 gf f[GF];
-                for (int u = 0; u < GF; u++) {
-                    gu w = glanes_next(G[u].s);
-                    h[u] = (gh)w;
-                    *(gu_m *)(rec + g0 + u * GL) = w;
-                }
+                for (int cu = 0; cu < CU; cu++)
+                    for (int g = 0; g < NGP; g++) h[cu * NGP + g] = (gh)glanes_next(G[g].s);
                 central_gf(h, &Cl, f);
-                for (int u = 0; u < GF; u++) {
-                    const int l0 = g0 + u * GL;
-                    const int64_t b = a + 2 * l0;
-                    storeg(z + b, loadg(scale + b) * widen_lo(f[u]));
-                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(f[u]));
-                    rec[33] |= (uint64_t)tail_mask(h[u]) << (2 * l0);
-                }
+                for (int cu = 0; cu < CU; cu++)
+                    for (int g = 0; g < NGP; g++) {
+                        const int64_t b = (k + cu) * CHUNK + 2 * (l0p + g * GL);
+                        const gf fv = f[cu * NGP + g];
+                        const gh hv = h[cu * NGP + g];
+                        storeg(z + b, loadg(scale + b) * widen_lo(fv));
+                        storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(fv));
+                        for (uint32_t m = tail_mask(hv); m; m &= m - 1) {
+                            const int j = __builtin_ctz(m);
+                            flag(Fp, b + j, hv[j]);
+                        }
+                    }
             }
-            for (int u = 0; u < GF; u++) glanes_store(&G[u], st, g0 + u * GL);
-        }
-        return;
-    }
-    for (int g0 = 0; g0 < LANES; g0 += GZ * GL) {
-        glanes_t G[GZ];
-        for (int u = 0; u < GZ; u++) glanes_load(&G[u], st, g0 + u * GL);
-        uint64_t *rec = recs;
-        for (int64_t a = a0; a < a1; a += CHUNK, rec += REC) {
-            for (int u = 0; u < GZ; u++) {
-                const int l0 = g0 + u * GL;
-                for (int q = 0; q < 2; q++) {
-                    gu w = glanes_next(G[u].s);
-                    const int j = 16 * q + l0;
-                    uint32_t m;
-                    storeg(z + a + j, loadg(scale + a + j) * zig_fast(w, &m));
-                    *(gu_m *)(rec + j) = w;
-                    rec[33] |= (uint64_t)m << j;
+            for (; k < nch; k++) /* an odd last chunk */
+                for (int g = 0; g < NGP; g++) {
+                    const gh hv = (gh)glanes_next(G[g].s);
+                    const gf fv = central(hv, &Cl);
+                    const int64_t b = k * CHUNK + 2 * (l0p + g * GL);
+                    storeg(z + b, loadg(scale + b) * widen_lo(fv));
+                    storeg(z + b + GL, loadg(scale + b + GL) * widen_hi(fv));
+                    for (uint32_t m = tail_mask(hv); m; m &= m - 1) {
+                        const int j = __builtin_ctz(m);
+                        flag(Fp, b + j, hv[j]);
+                    }
                 }
-            }
-        }
-        for (int u = 0; u < GZ; u++) glanes_store(&G[u], st, g0 + u * GL);
-    }
-}
-
-/* set up the records of the chunks at a0, a0 + 32, ... < a1 for draw_chunks; returns their number */
-static inline int64_t open_records(uint64_t *recs, int64_t a0, int64_t a1) {
-    int64_t k = 0;
-    for (int64_t a = a0; a < a1; a += CHUNK, k++) {
-        recs[REC * k + 32] = (uint64_t)a;
-        recs[REC * k + 33] = 0;
-    }
-    return k;
-}
-
-/* The last n < 32 normals of a sample (scalar lanes: the lanes must be in st), scaled, into
- * z; returns the mask of its words that are not final (the words go to rec as for draw_chunks).  The words are those of normals.py's
- * _raw_block: one per lane in lane order (GEN_ZIG), halves of ceil(n/2) words (GEN_F32). */
-static uint32_t draw_rest(int gen, uint64_t *st, const central_t *C, const double *scale,
-                          double *z, int64_t n, uint64_t *rec) {
-    uint32_t m = 0;
-    if (gen == GEN_F32) {
-        for (int l = 0; 2 * l < n; l++) rec[l] = next_raw(st, l);
-        const uint32_t *h = (const uint32_t *)rec;
-        for (int j = 0; j < n; j++) {
-            z[j] = scale[j] * (double)central((gh){0} + h[j], C)[0];
-            m |= (uint32_t)(h[j] >= H_TAIL) << j;
+            for (int g = 0; g < NGP; g++) glanes_store(&G[g], st, l0p + g * GL);
         }
     } else {
-        for (int j = 0; j < n; j++) {
-            uint64_t b = rec[j] = next_raw(st, j % LANES);
-            uint64_t r = b >> 12;
-            z[j] = scale[j] * ((double)r * ZWS[b & 0x1FF]);
-            m |= (uint32_t)(r >= ZKI[b & 0xFF]) << j;
+        glanes_t G[2 * NGP];
+        for (int pp = 0; pp < np; pp++)
+            for (int g = 0; g < NGP; g++) glanes_load(&G[pp * NGP + g], st, 8 * (p0 + pp) + g * GL);
+        for (int64_t k = 0; k < nch; k++) {
+            uint32_t mk[2] = {0, 0};
+            for (int q = 0; q < 2; q++)
+                for (int pp = 0; pp < np; pp++)
+                    for (int g = 0; g < NGP; g++) {
+                        const gu w = glanes_next(G[pp * NGP + g].s);
+                        const int64_t b = k * CHUNK + 16 * q + 8 * (p0 + pp) + g * GL;
+                        uint32_t m;
+                        storeg(z + b, loadg(scale + b) * zig_fast(w, &m));
+                        *(gu_m *)(F[pp].wmap + b) = w;
+                        mk[pp] |= m << (b - k * CHUNK);
+                    }
+            for (int pp = 0; pp < np; pp++) F[pp].mask[k] = mk[pp];
         }
+        for (int pp = 0; pp < np; pp++)
+            for (int g = 0; g < NGP; g++) glanes_store(&G[pp * NGP + g], st, 8 * (p0 + pp) + g * GL);
     }
-    return m;
+    for (int pp = 0; pp < np; pp++) {
+        draw_rest(gen, p0 + pp, st, &Cl, scale, z, N, &F[pp]);
+        if (gen == GEN_ZIG) /* the list, in increasing position */
+            for (int64_t k = 0; k <= nch; k++)
+                for (uint32_t m = F[pp].mask[k]; m; m &= m - 1) {
+                    const int64_t b = k * CHUNK + __builtin_ctz(m);
+                    flag(&F[pp], b, F[pp].wmap[b]);
+                }
+    }
 }
 
-/* Final values of the flagged words of nrec records, in increasing order (the ziggurat's
- * redraws consume the repair lane in that order, as in normals.py).  fix(b, v_old, v_new) is
- * called for each.  GEN_F32's tails go 8 at a time through tail_values8. */
-typedef struct {
-    double *J;
-    const double *B;
-    double *corr;
-    int64_t N, K, M;
-} fix_t;
-
-static inline void fix_one(const fix_t *F, double *z, int64_t b, double v) {
-    double d = v - z[b];
-    z[b] = v;
-    if (F) {
-        for (int64_t i = 0; i < F->K; i++) F->corr[i] += F->J[i * F->N + b] * d;
-        for (int64_t n = 0; n < F->M; n++) F->corr[F->K + n] += F->B[n * F->N + b] * d;
+/* GEN_F32: the part's tail words in float64 (their halves are independent of everything else) */
+static void finish_f32(const flagged_t *F, const double *scale, double *z) {
+    uint32_t th[8];
+    double tv[8];
+    for (int64_t q = 0; q < F->n; q += 8) {
+        const int64_t m = F->n - q < 8 ? F->n - q : 8;
+        for (int64_t i = 0; i < m; i++) th[i] = (uint32_t)F->word[q + i];
+        tail_values8(th, tv, m);
+        for (int64_t i = 0; i < m; i++) z[F->pos[q + i]] = scale[F->pos[q + i]] * tv[i];
     }
 }
 
-static void redo_flagged(int gen, uint64_t *st, const uint64_t *recs, int64_t nrec,
-                         const double *scale, double *z, const fix_t *F) {
-    uint32_t th[40];
-    int64_t tb[40];
-    double tv[40];
-    int64_t nq = 0;
-    for (int64_t r = 0; r < nrec; r++) {
-        const uint64_t *rec = recs + REC * r;
-        int64_t a0 = (int64_t)rec[32];
-        uint32_t m = (uint32_t)rec[33];
-        while (m) {
-            int j = __builtin_ctz(m);
-            int64_t b = a0 + j;
-            if (gen == GEN_ZIG) {
-                fix_one(F, z, b, scale[b] * zig_slow(st, rec[j]));
-            } else {
-                th[nq] = ((const uint32_t *)rec)[j];
-                tb[nq++] = b;
-            }
-            m &= m - 1;
-        }
-        if (gen == GEN_F32 && (nq >= 8 || r == nrec - 1)) {
-            for (int64_t q = nq; q % 8; q++) th[q] = 0; /* padding lanes */
-            for (int64_t q = 0; q < nq; q += 8) tail_values8(th + q, tv + q, nq - q);
-            for (int64_t q = 0; q < nq; q++) fix_one(F, z, tb[q], scale[tb[q]] * tv[q]);
-            nq = 0;
-        }
+/* GEN_ZIG: the rejected words of both parts of a sample, redrawn in increasing position from
+ * the repair lane of st (normals.py: after the whole sample's fast pass) */
+static void finish_zig(uint64_t *st, const flagged_t *F0, const flagged_t *F1,
+                       const double *scale, double *z) {
+    int64_t i = 0, j = 0;
+    while (i < F0->n || j < F1->n) {
+        const int first = j >= F1->n || (i < F0->n && F0->pos[i] < F1->pos[j]);
+        const int64_t b = first ? F0->pos[i] : F1->pos[j];
+        const uint64_t w = first ? F0->word[i++] : F1->word[j++];
+        z[b] = scale[b] * zig_slow(st, w);
+    }
+}
+
+/* flagged-word lists of a part: at most its coordinates */
+static inline int64_t flag_cap(int64_t N) { return N / 2 + 32; }
+
+/* 64-bit words of a part's flagged_t arrays (each starting on a cache line): wmap (N), list
+ * words, list positions, masks */
+static inline int64_t line_up(int64_t words) { return (words + 7) / 8 * 8; }
+static inline int64_t flag_words(int64_t N) {
+    return line_up(N) + line_up(flag_cap(N)) + line_up(flag_cap(N) / 2 + 1) +
+           line_up(N / CHUNK / 2 + 1);
+}
+
+/* the arrays of F[0 .. count) laid out in work (64-byte aligned) */
+static void flags_in(flagged_t *F, int count, uint64_t *work, int64_t N) {
+    for (int i = 0; i < count; i++) {
+        uint64_t *w = work + i * flag_words(N);
+        F[i].wmap = w;
+        F[i].word = w + line_up(N);
+        F[i].pos = (uint32_t *)(F[i].word + line_up(flag_cap(N)));
+        F[i].mask = (uint32_t *)((uint64_t *)F[i].pos + line_up(flag_cap(N) / 2 + 1));
+        F[i].n = 0;
     }
 }
 
 static inline __attribute__((always_inline)) void fill(const int gen, uint64_t *st,
-        const double *scale, double *z, int64_t n, uint64_t *recs) {
+        const double *scale, double *z, int64_t n, uint64_t *work) {
     central_t C;
     central_load(&C);
-    const int64_t full = n - n % CHUNK;
-    int64_t nrec = open_records(recs, 0, full);
-    draw_chunks(gen, st, &C, scale, z, 0, full, recs);
-    if (full < n) {
-        uint64_t *rec = recs + REC * nrec++;
-        rec[32] = (uint64_t)full;
-        rec[33] = draw_rest(gen, st, &C, scale + full, z + full, n - full, rec);
+    flagged_t F[2];
+    flags_in(F, 2, work, n);
+    draw_parts(gen, 0, 2, st, &C, scale, z, n, F);
+    if (gen == GEN_F32) {
+        finish_f32(&F[0], scale, z);
+        finish_f32(&F[1], scale, z);
+    } else {
+        finish_zig(st, &F[0], &F[1], scale, z);
     }
-    redo_flagged(gen, st, recs, nrec, scale, z, NULL);
 }
 
-/* z = scale * next n normals of the stream gen (the tests' reference: normals.py's fill_*) */
+/* z = scale * next n normals of the stream gen (the tests' reference: normals.py's fill_*);
+ * work: sgd_work_size(n, 0, 0) words */
 void sgd_fill(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
-              uint64_t *recs) {
+              uint64_t *work) {
     if (gen == GEN_F32)
-        fill(GEN_F32, st, scale, z, n, recs);
+        fill(GEN_F32, st, scale, z, n, work);
     else
-        fill(GEN_ZIG, st, scale, z, n, recs);
+        fill(GEN_ZIG, st, scale, z, n, work);
 }
 
 /* reps samples of n normals drawn into the same z, nothing else: the floor of a step's cost
  * (bench/bench_simulate.py) */
 void sgd_draw_only(int gen, uint64_t *st, const double *scale, double *z, int64_t n,
-                   int64_t reps, uint64_t *recs) {
+                   int64_t reps, uint64_t *work) {
     for (int64_t r = 0; r < reps; r++) {
-        sgd_fill(gen, st, scale, z, n, recs);
+        sgd_fill(gen, st, scale, z, n, work);
         __asm__ volatile("" ::: "memory"); /* every sample is drawn and stored */
     }
 }
@@ -546,7 +586,6 @@ void sgd_transform_f32(const uint32_t *h, double *z, int64_t n) {
             tb[nq++] = a;
         }
         if (nq == 8 || (a == n && nq > 0)) {
-            for (int q = nq; q < 8; q++) th[q] = 0;
             tail_values8(th, tv, nq);
             for (int q = 0; q < nq; q++) z[tb[q]] = tv[q];
             nq = 0;
@@ -564,222 +603,113 @@ static inline double hsum8(v8d v) {
     return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
 }
 
-/* 64-bit words of work space the Python side passes: sgd_rows needs N (the second sample
- * buffer), sgd_fill REC (n/32 + 1) (the records) */
+#define NBUF 4 /* sample buffers: the step's two samples and up to two drawn ahead */
+
+static inline int64_t buf_stride(int64_t N) { return line_up(N); } /* whole cache lines */
+
+/* 64-bit words of work space the Python side passes (64-byte aligned): sgd_rows needs the
+ * sample buffers 1 .. NBUF - 1 and NBUF x 2 flagged-word lists, sgd_fill two lists */
 int64_t sgd_work_size(int64_t N, int64_t K, int64_t M) {
     (void)K;
     (void)M;
-    return N + REC * (N / CHUNK + 1) + 8;
+    return (NBUF - 1) * buf_stride(N) + 2 * NBUF * flag_words(N) + 8;
 }
 
-/* ---- one step, in two halves -------------------------------------------------------------
- * The coordinates are cut at H = 32 floor(N/64): part 0 = [0, H), part 1 = [H, N) with the
- * N mod 32 remainder.  Each part's fields are summed on their own, x = (S_0 + S_1)/sqrt(N), and
- * its flagged words are redone in its own records.  With one thread the parts run one after the
- * other; with two, each thread runs one part (its own copy of the lanes skips the other part's
- * words without transforming them), so the sums, hence the trajectory, are the same bits either
- * way.  Only the part sums (and, for the ziggurat, the repair lane: part 0's redraws come first
- * in the stream) cross between the threads, once per step. */
-
-/* a step counter one thread posts and the other waits for (wait_until) */
+/* One part of a step's pass: J_i += c_i z at the part's trainable coordinates (a < n_tr), then
+ * the part's sums out_r = sum_a J_r[a] zn[a] over its coordinates, for the K rows of J (after
+ * the update) and the M rows of B.  Each sum is kept in 8 partial sums (lane l: the part's
+ * coordinates at chunk offsets = l mod 8, both runs added first), added in the same order on
+ * every instruction-set path (vectors of GL lanes), then the last N mod 32 coordinates
+ * scalar.  The step's field is (S_0 + S_1) / sqrt(N), whether one thread sums both parts or
+ * each thread one. */
 typedef struct {
-    _Atomic int64_t v;
-    _Atomic uint32_t seq;     /* futex word: changed by a post that finds sleepers */
-    _Atomic int32_t sleepers;
-} flag_t;
-
-typedef struct {
-    int gen, act, nth;
-    int64_t N, n_tr, K, M, n_steps, H;
+    int gen, act, nth, la;
+    int64_t N, n_tr, K, M, n_steps;
     double eta;
     double *J;
     const double *B, *scale;
-    double *buf[2]; /* the current and the next sample, swapped each step */
-    double *part[2][2];         /* [part][parity] -> K + M sums, each on its own lines */
-    /* Exchange between the threads, double-buffered by the parity of the step.  Every field a
-     * thread writes has a cache line of its own: a post must not evict the lines the other
-     * thread reads all the time (the fields above), nor the other thread's flag. */
-    _Alignas(64) flag_t posted0; /* steps whose sums (and repair lane) part 0 posted */
-    _Alignas(64) flag_t posted1;
-    _Alignas(64) flag_t rep0_posted; /* steps whose part-0 redraws are done (GEN_ZIG) */
-    _Alignas(64) uint64_t rep0[2][4];  /* [parity] repair lane after part 0's redraws */
-    _Alignas(64) uint64_t rep1[2][4];  /* ... after part 1's */
+    double *buf[NBUF];         /* sample s in buf[s % NBUF] (sample 0: the caller's z) */
+    flagged_t fl[NBUF][2];     /* [sample % NBUF][part] */
+    _Alignas(64) double *box[2][2];         /* [part][step parity]: the step counter, then its K + M sums */
+    struct sleep_s *box_sleep[2];
+    _Atomic int64_t *recorded, *repaired; /* GEN_ZIG on two threads (run below) */
+    struct sleep_s *recorded_sleep, *repaired_sleep;
 } shared_t;
 
 typedef struct {                /* a thread's own memory (on cache lines of its own) */
     _Alignas(64) uint64_t st[4 * SROW]; /* its copy of the lanes */
-    uint64_t *recs;
     v8d *acc;
-    double *corr, *c, *x, *y;
+    double *corr, *s0, *s1, *c, *x, *y;
 } local_t;
 
-/* Waiting for the other thread: spin for up to SPIN_LIMIT pauses (a step's exchange normally
- * takes well under a microsecond), then sleep until it posts (Linux futex; elsewhere yield the
- * core).  When the other thread has lost its core to other work, the waiting one then sleeps
- * instead of spinning through whole time slices (CPU time that bought nothing). */
-#define SPIN_LIMIT 2000
-
-static void post(flag_t *f, int64_t value) {
-    atomic_store_explicit(&f->v, value, memory_order_seq_cst);
-#if defined(__linux__)
-    if (atomic_load_explicit(&f->sleepers, memory_order_seq_cst)) {
-        atomic_fetch_add_explicit(&f->seq, 1u, memory_order_seq_cst);
-        syscall(SYS_futex, &f->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-    }
-#endif
-}
-
-static void wait_until(flag_t *f, int64_t value) {
-    for (int spins = 0; atomic_load_explicit(&f->v, memory_order_acquire) < value; spins++) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-        if (spins < SPIN_LIMIT) continue;
-#if defined(__linux__)
-        /* seq is read before announcing the sleep: a post after this read changes seq, and
-         * the futex then returns at once (seq_cst orders the post's store of v before its
-         * read of sleepers, and the announcement before the re-read of v here) */
-        uint32_t seq = atomic_load_explicit(&f->seq, memory_order_seq_cst);
-        atomic_fetch_add_explicit(&f->sleepers, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&f->v, memory_order_seq_cst) < value)
-            syscall(SYS_futex, &f->seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
-        atomic_fetch_sub_explicit(&f->sleepers, 1, memory_order_seq_cst);
-#else
-        sched_yield();
-#endif
-        spins = 0;
-    }
-}
-
-/* advance the vector lanes through `chunks` blocks of 32 normals without using the words */
-static inline void skip_chunks(int gen, uint64_t *st, int64_t chunks) {
-    /* GF groups side by side: one group's state chain alone leaves the vector units idle */
-    for (int g0 = 0; g0 < LANES; g0 += GF * GL) {
-        glanes_t G[GF];
-        for (int u = 0; u < GF; u++) glanes_load(&G[u], st, g0 + u * GL);
-        for (int64_t k = 0; k < chunks * (gen == GEN_ZIG ? 2 : 1); k++)
-            for (int u = 0; u < GF; u++) (void)glanes_next(G[u].s);
-        for (int u = 0; u < GF; u++) glanes_store(&G[u], st, g0 + u * GL);
-    }
-}
-
-/* advance the scalar lanes as draw_rest does for n normals, without using the words */
-static void skip_rest(int gen, uint64_t *st, int64_t n) {
-    if (gen == GEN_F32)
-        for (int l = 0; 2 * l < n; l++) (void)next_raw(st, l);
-    else
-        for (int j = 0; j < n; j++) (void)next_raw(st, j % LANES);
-}
-
-/* One chunk of 32 coordinates: J_i += c_i z and acc_i += J_i zn, i < K.  acc_i holds 8
- * partial sums (lane l: the coordinates = l mod 8), each added in the same order on every
- * instruction-set path; the vectors are GL wide (a v8d in GCC's generic vectors went through
- * the stack on AVX2). */
-static inline __attribute__((always_inline)) void update_chunk(
+static inline __attribute__((always_inline)) void update_sums_chunk(
         double *J, int64_t N, int64_t K, const double *c, const double *z, const double *zn,
-        v8d *acc) {
+        int64_t o1, int64_t o2, v8d *acc) {
     for (int o = 0; o < 8; o += GL) {
-        const gd w0 = loadg(zn + o), w1 = loadg(zn + 8 + o), w2 = loadg(zn + 16 + o),
-                 w3 = loadg(zn + 24 + o);
-        const gd z0 = loadg(z + o), z1 = loadg(z + 8 + o), z2 = loadg(z + 16 + o),
-                 z3 = loadg(z + 24 + o);
-        for (int64_t i = 0; i < K; i++) {
-            double *Ji = J + i * N + o;
-            const double ci = c[i];
-            gd j0 = loadg(Ji) + ci * z0, j1 = loadg(Ji + 8) + ci * z1;
-            gd j2 = loadg(Ji + 16) + ci * z2, j3 = loadg(Ji + 24) + ci * z3;
-            storeg(Ji, j0); storeg(Ji + 8, j1); storeg(Ji + 16, j2); storeg(Ji + 24, j3);
-            double *ai = (double *)&acc[i] + o;
-            storeg(ai, loadg(ai) + ((j0 * w0 + j1 * w1) + (j2 * w2 + j3 * w3)));
-        }
-    }
-}
-
-/* acc_n += B_n zn over one chunk, n < M (lanes as in update_chunk) */
-static inline __attribute__((always_inline)) void fields_chunk(
-        const double *B, int64_t N, int64_t M, const double *zn, v8d *acc) {
-    for (int o = 0; o < 8; o += GL) {
-        const gd w0 = loadg(zn + o), w1 = loadg(zn + 8 + o), w2 = loadg(zn + 16 + o),
-                 w3 = loadg(zn + 24 + o);
-        for (int64_t n = 0; n < M; n++) {
-            const double *Bn = B + n * N + o;
-            double *an = (double *)&acc[n] + o;
-            storeg(an, loadg(an) + ((loadg(Bn) * w0 + loadg(Bn + 8) * w1) +
-                                    (loadg(Bn + 16) * w2 + loadg(Bn + 24) * w3)));
-        }
-    }
-}
-
-/* Part p of one step: draw its normals into zn, update its coordinates of J with z, sum its
- * fields of zn into T->acc / T->corr, record its flagged words.  With `skip`, the lanes also
- * pass over the other part's words.  Returns the number of records. */
-static inline __attribute__((always_inline)) int64_t part_pass(
-        const int gen, const int k2, const shared_t *S, local_t *T, const central_t *C, int p,
-        int skip, const double *z, double *zn) {
-    const int64_t N = S->N, n_tr = S->n_tr, K = k2 ? 2 : S->K, M = k2 ? 2 : S->M, KM = K + M;
-    const int64_t lo = p ? S->H : 0, hi_chunks = p ? N - (N - S->H) % CHUNK : S->H;
-    double *restrict J = S->J;
-    const double *B = S->B, *scale = S->scale, *c = T->c;
-    v8d *restrict acc = T->acc;
-    double *corr = T->corr;
-    for (int64_t r = 0; r < KM; r++) { acc[r] = (v8d){0}; corr[r] = 0.0; }
-    if (skip && p == 1) skip_chunks(gen, T->st, S->H / CHUNK);
-    int64_t nrec = 0, a = lo;
-    /* A block's normals are drawn first (draw_chunks: the generator's lanes a group at a time),
-     * then its coordinates are updated and its fields summed from zn, while zn is in L1. */
-    for (int64_t a1; a < hi_chunks; a = a1) {
-        a1 = a + BLOCK < hi_chunks ? a + BLOCK : hi_chunks;
-        uint64_t *recs = T->recs + REC * nrec;
-        nrec += open_records(recs, a, a1);
-        draw_chunks(gen, T->st, C, scale, zn, a, a1, recs);
-        for (int64_t b0 = a; b0 < a1; b0 += CHUNK) {
-            if (b0 + CHUNK <= n_tr) {
-                update_chunk(J + b0, N, K, c, z + b0, zn + b0, acc);
-            } else {
-                for (int64_t i = 0; i < K; i++) {
-                    double *Ji = J + i * N;
-                    double s = 0.0;
-                    for (int64_t b = b0; b < b0 + CHUNK; b++) {
-                        if (b < n_tr) Ji[b] += c[i] * z[b];
-                        s += Ji[b] * zn[b];
-                    }
-                    corr[i] += s;
-                }
-            }
-            fields_chunk(B + b0, N, M, zn + b0, acc + K);
-        }
-    }
-    if (skip && p == 0) skip_chunks(gen, T->st, (N - S->H) / CHUNK);
-    int64_t rest = N - (N / CHUNK) * CHUNK;
-    if (p == 1 && rest) { /* the last N mod 32 coordinates */
-        a = N - rest;
-        uint64_t *rec = T->recs + REC * nrec++;
-        rec[32] = (uint64_t)a;
-        rec[33] = draw_rest(gen, T->st, C, scale + a, zn + a, rest, rec);
+        const gd w1 = loadg(zn + o1 + o), w2 = loadg(zn + o2 + o);
+        const gd z1 = loadg(z + o1 + o), z2 = loadg(z + o2 + o);
         for (int64_t i = 0; i < K; i++) {
             double *Ji = J + i * N;
-            double s = 0.0;
-            for (int64_t b = a; b < N; b++) {
-                if (b < n_tr) Ji[b] += c[i] * z[b];
-                s += Ji[b] * zn[b];
-            }
-            corr[i] += s;
+            const double ci = c[i];
+            const gd j1 = loadg(Ji + o1 + o) + ci * z1, j2 = loadg(Ji + o2 + o) + ci * z2;
+            storeg(Ji + o1 + o, j1);
+            storeg(Ji + o2 + o, j2);
+            double *ai = (double *)&acc[i] + o;
+            storeg(ai, loadg(ai) + (j1 * w1 + j2 * w2));
         }
-        for (int64_t n = 0; n < M; n++) {
-            const double *Bn = B + n * N;
-            double s = 0.0;
-            for (int64_t b = a; b < N; b++) s += Bn[b] * zn[b];
-            corr[K + n] += s;
-        }
-    } else if (p == 0 && skip && rest) {
-        skip_rest(gen, T->st, rest);
     }
-    return nrec;
 }
 
-/* the part's sums after its flagged words are final */
-static inline void part_sums(const shared_t *S, local_t *T, double *out) {
-    for (int64_t r = 0; r < S->K + S->M; r++) out[r] = hsum8(T->acc[r]) + T->corr[r];
+static inline __attribute__((always_inline)) void sums_chunk(
+        const double *R, int64_t N, int64_t nrows, const double *zn, int64_t o1, int64_t o2,
+        v8d *acc) {
+    for (int o = 0; o < 8; o += GL) {
+        const gd w1 = loadg(zn + o1 + o), w2 = loadg(zn + o2 + o);
+        for (int64_t r = 0; r < nrows; r++) {
+            const double *Rr = R + r * N;
+            double *ar = (double *)&acc[r] + o;
+            storeg(ar, loadg(ar) + (loadg(Rr + o1 + o) * w1 + loadg(Rr + o2 + o) * w2));
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void pass_part(
+        const int gen, const int k2, const int p, const shared_t *S, local_t *T, const double *z,
+        const double *zn, double *out) {
+    const int64_t N = S->N, n_tr = S->n_tr, K = k2 ? 2 : S->K, M = k2 ? 2 : S->M, KM = K + M;
+    const int64_t nch = N / CHUNK, o1 = part_off(gen, p, 0), o2 = part_off(gen, p, 1);
+    double *restrict J = S->J;
+    const double *restrict B = S->B;
+    const double *c = T->c;
+    v8d acc4[4]; /* K = M = 2: in registers */
+    v8d *restrict acc = k2 ? acc4 : T->acc;
+    double *corr = T->corr;
+    for (int64_t r = 0; r < KM; r++) {
+        acc[r] = (v8d){0};
+        corr[r] = 0.0;
+    }
+    for (int64_t k = 0; k < nch; k++) {
+        const int64_t a = k * CHUNK;
+        if (a + CHUNK <= n_tr) {
+            update_sums_chunk(J + a, N, K, c, z + a, zn + a, o1, o2, acc);
+        } else { /* not or partly trainable */
+            for (int64_t i = 0; i < K; i++)
+                for (int v = 0; v < 2; v++)
+                    for (int64_t b = a + part_off(gen, p, v); b < a + part_off(gen, p, v) + 8 && b < n_tr; b++)
+                        J[i * N + b] += c[i] * z[b];
+            sums_chunk(J + a, N, K, zn + a, o1, o2, acc);
+        }
+        sums_chunk(B + a, N, M, zn + a, o1, o2, acc + K);
+    }
+    for (int64_t a = nch * CHUNK, b = a; b < N; b++) {
+        if (!in_part(gen, p, b - a)) continue;
+        for (int64_t i = 0; i < K; i++) {
+            if (b < n_tr) J[i * N + b] += c[i] * z[b];
+            corr[i] += J[i * N + b] * zn[b];
+        }
+        for (int64_t n = 0; n < M; n++) corr[K + n] += B[n * N + b] * zn[b];
+    }
+    for (int64_t r = 0; r < KM; r++) out[r] = hsum8(acc[r]) + corr[r];
 }
 
 /* the error signal's coefficients c_i from the fields; 0 if a field is not finite */
@@ -805,76 +735,139 @@ static inline void new_fields(const shared_t *S, local_t *T, const double *s0, c
     for (int64_t n = 0; n < S->M; n++) T->y[n] = (s0[S->K + n] + s1[S->K + n]) * isq;
 }
 
-static inline void fix_part(const int gen, const shared_t *S, local_t *T, int64_t nrec, double *zn) {
-    fix_t F = {S->J, S->B, T->corr, S->N, S->K, S->M};
-    redo_flagged(gen, T->st, T->recs, nrec, S->scale, zn, &F);
-}
+/* ---- two threads -------------------------------------------------------------------------
+ * Thread p does part p of every step: its pass, then it posts its sums and draws its part of a
+ * later sample while the other thread's sums are on their way; then it reads them.  The
+ * draws do not depend on the weights, so they can run ahead of the steps; the sample a step
+ * sums its fields over was drawn (and finished) a step or two before.  Per step one cache line
+ * crosses in each direction (a step counter beside the part's sums), nothing else: each part's
+ * coordinates, lanes and flagged words stay with its thread.  The ziggurat's rejected words
+ * are redrawn from the one repair lane in increasing position across both parts, so thread 0
+ * does them for the whole sample (one step after the draw, from the list thread 1 posts; the
+ * draws then run two samples ahead).  One thread does the same in one loop: the same
+ * operations on the same values, so the same bits. */
 
-/* One thread doing both parts.  Returns -1 or the failing step. */
-static inline __attribute__((always_inline)) int64_t run_serial(const int gen, const int k2,
-                                                                 shared_t *S, local_t *T) {
-    central_t C;
-    central_load(&C);
-    double *s0 = S->part[0][0], *s1 = S->part[1][0];
-    for (int64_t t = 0; t < S->n_steps; t++) {
-        if (!coefficients(S, T)) return t;
-        const double *z = S->buf[t & 1];
-        double *zn = S->buf[(t + 1) & 1];
-        int64_t nrec = part_pass(gen, k2, S, T, &C, 0, 0, z, zn);
-        fix_part(gen, S, T, nrec, zn);
-        part_sums(S, T, s0);
-        nrec = part_pass(gen, k2, S, T, &C, 1, 0, z, zn);
-        fix_part(gen, S, T, nrec, zn);
-        part_sums(S, T, s1);
-        new_fields(S, T, s0, s1);
+/* Waiting for the other thread: spin for up to SPIN_LIMIT pauses (normally the other part is
+ * posted within a step), then sleep until it posts (Linux futex; elsewhere yield the core).
+ * When the other thread has lost its core to other work, the waiting one then sleeps instead
+ * of spinning through whole time slices.  The post's store is ordered before its look for
+ * sleepers (seq_cst): with a release store a post could miss a thread going to sleep in that
+ * instant. */
+#define SPIN_LIMIT 2000
+
+struct sleep_s {
+    _Atomic uint32_t seq; /* futex word: changed by a post that finds sleepers */
+    _Atomic int32_t sleepers;
+};
+
+static inline void post(_Atomic int64_t *v, struct sleep_s *sl, int64_t value) {
+    atomic_store_explicit(v, value, memory_order_seq_cst);
+#if defined(__linux__)
+    if (atomic_load_explicit(&sl->sleepers, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&sl->seq, 1u, memory_order_seq_cst);
+        syscall(SYS_futex, &sl->seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
     }
-    return -1;
+#else
+    (void)sl;
+#endif
 }
 
-/* Thread p of two.  Returns -1 or the failing step (both threads find the same one). */
-static inline __attribute__((always_inline)) int64_t run_part(const int gen, const int k2,
-                                                               shared_t *S, local_t *T, int p) {
+static void wait_until(_Atomic int64_t *v, struct sleep_s *sl, int64_t value) {
+    for (int spins = 0; atomic_load_explicit(v, memory_order_acquire) < value; spins++) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (spins < SPIN_LIMIT) continue;
+#if defined(__linux__)
+        /* seq is read before announcing the sleep: a post after this read changes seq, and
+         * the futex then returns at once (seq_cst orders the post's store of v before its
+         * read of sleepers, and the announcement before the re-read of v here) */
+        uint32_t seq = atomic_load_explicit(&sl->seq, memory_order_seq_cst);
+        atomic_fetch_add_explicit(&sl->sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(v, memory_order_seq_cst) < value)
+            syscall(SYS_futex, &sl->seq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+        atomic_fetch_sub_explicit(&sl->sleepers, 1, memory_order_seq_cst);
+#else
+        (void)sl;
+        sched_yield();
+#endif
+        spins = 0;
+    }
+}
+
+/* Draw sample s (the parts of this thread) and finish what this thread finishes. */
+static inline __attribute__((always_inline)) void draw_sample(
+        const int gen, const int two, shared_t *S, local_t *T, const central_t *C, int p,
+        int64_t s) {
+    double *zs = S->buf[s % NBUF];
+    flagged_t *F = S->fl[s % NBUF];
+    const int p0 = two ? p : 0, np = two ? 1 : 2;
+    draw_parts(gen, p0, np, T->st, C, S->scale, zs, S->N, &F[p0]);
+    if (gen == GEN_F32)
+        for (int q = p0; q < p0 + np; q++) finish_f32(&F[q], S->scale, zs);
+    if (gen == GEN_ZIG) {
+        if (!two) finish_zig(T->st, &F[0], &F[1], S->scale, zs);
+        else if (p == 1) post(S->recorded, S->recorded_sleep, s);
+    }
+}
+
+/* GEN_ZIG on two threads, thread 0: the redraws of sample s, once thread 1 has posted its part */
+static inline void repair_sample(shared_t *S, local_t *T, int64_t s) {
+    wait_until(S->recorded, S->recorded_sleep, s);
+    flagged_t *F = S->fl[s % NBUF];
+    finish_zig(T->st, &F[0], &F[1], S->scale, S->buf[s % NBUF]);
+    post(S->repaired, S->repaired_sleep, s);
+}
+
+/* The steps of thread p (nth = 2) or of the one thread (nth = 1, p = 0).  Step t updates J with
+ * sample t and sums the fields of sample t + 1; sample t + 1 + la is drawn during step t (the
+ * last one drawn is sample n_steps).  Returns -1 or the step whose fields were not finite
+ * (both threads find the same one: they compute the same fields). */
+static inline __attribute__((always_inline)) int64_t run(const int gen, const int k2,
+                                                          const int two, shared_t *S,
+                                                          local_t *T, int p) {
     central_t C;
     central_load(&C);
+    const int64_t n = S->n_steps, la = S->la, KM = S->K + S->M;
     const int q = 1 - p;
-    for (int64_t t = 0; t < S->n_steps; t++) {
+    const int zig2 = gen == GEN_ZIG && two;
+    for (int64_t s = 1; s <= la && s <= n; s++) draw_sample(gen, two, S, T, &C, p, s);
+    if (zig2 && p == 0)
+        for (int64_t s = 1; s < la && s <= n; s++) repair_sample(S, T, s);
+    for (int64_t t = 0; t < n; t++) {
         if (!coefficients(S, T)) return t;
         const int par = (int)(t & 1);
-        const double *z = S->buf[par];
-        double *zn = S->buf[1 - par];
-        int64_t nrec = part_pass(gen, k2, S, T, &C, p, 1, z, zn);
-        if (gen == GEN_ZIG && p == 1) { /* part 0's redraws come first from the repair lane */
-            wait_until(&S->rep0_posted, t + 1);
-            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep0[par][w];
+        const double *z = S->buf[t % NBUF], *zn = S->buf[(t + 1) % NBUF];
+        double *mine = two ? S->box[p][par] : NULL;
+        if (two) __builtin_prefetch(mine, 1); /* own the line before the post */
+        if (zig2 && p == 1) wait_until(S->repaired, S->repaired_sleep, t + 1);
+        if (two) {
+            pass_part(gen, k2, p, S, T, z, zn, mine + 1);
+            post((_Atomic int64_t *)mine, S->box_sleep[p], t + 1);
+        } else {
+            pass_part(gen, k2, 0, S, T, z, zn, T->s0);
+            pass_part(gen, k2, 1, S, T, z, zn, T->s1);
         }
-        fix_part(gen, S, T, nrec, zn);
-        if (gen == GEN_ZIG) {
-            uint64_t *rep = p ? S->rep1[par] : S->rep0[par];
-            for (int w = 0; w < 4; w++) rep[w] = T->st[w * SROW + LANES];
-            if (p == 0) post(&S->rep0_posted, t + 1);
+        if (t + 1 + la <= n) draw_sample(gen, two, S, T, &C, p, t + 1 + la);
+        if (zig2 && p == 0 && t + la <= n) repair_sample(S, T, t + la);
+        if (two) {
+            double *theirs = S->box[q][par];
+            wait_until((_Atomic int64_t *)theirs, S->box_sleep[q], t + 1);
+            for (int64_t r = 0; r < KM; r++) (p ? T->s0 : T->s1)[r] = theirs[1 + r];
+            for (int64_t r = 0; r < KM; r++) (p ? T->s1 : T->s0)[r] = mine[1 + r];
         }
-        part_sums(S, T, S->part[p][par]);
-        post(p ? &S->posted1 : &S->posted0, t + 1);
-        wait_until(q ? &S->posted1 : &S->posted0, t + 1);
-        if (gen == GEN_ZIG && p == 0) /* the repair lane after part 1's redraws */
-            for (int w = 0; w < 4; w++) T->st[w * SROW + LANES] = S->rep1[par][w];
-        new_fields(S, T, S->part[0][par], S->part[1][par]);
+        new_fields(S, T, T->s0, T->s1);
     }
     return -1;
 }
 
-/* run_serial / run_part compiled for each generator, and for K = M = 2 (the defaults: the
- * row loops unrolled, the partial sums kept in registers through a block) */
-static int64_t run_serial_any(shared_t *S, local_t *T) {
+/* run compiled for each generator, for one and two threads, and for K = M = 2 (the defaults:
+ * the row loops unrolled, the partial sums kept in registers) */
+#define RUN_K2(gen, two) (k2 ? run(gen, 1, two, S, T, p) : run(gen, 0, two, S, T, p))
+static int64_t run_any(shared_t *S, local_t *T, int p) {
     const int k2 = S->K == 2 && S->M == 2;
-    if (S->gen == GEN_F32) return k2 ? run_serial(GEN_F32, 1, S, T) : run_serial(GEN_F32, 0, S, T);
-    return k2 ? run_serial(GEN_ZIG, 1, S, T) : run_serial(GEN_ZIG, 0, S, T);
-}
-
-static int64_t run_part_any(shared_t *S, local_t *T, int p) {
-    const int k2 = S->K == 2 && S->M == 2;
-    if (S->gen == GEN_F32) return k2 ? run_part(GEN_F32, 1, S, T, p) : run_part(GEN_F32, 0, S, T, p);
-    return k2 ? run_part(GEN_ZIG, 1, S, T, p) : run_part(GEN_ZIG, 0, S, T, p);
+    if (S->nth == 2) return S->gen == GEN_F32 ? RUN_K2(GEN_F32, 1) : RUN_K2(GEN_ZIG, 1);
+    return S->gen == GEN_F32 ? RUN_K2(GEN_F32, 0) : RUN_K2(GEN_ZIG, 0);
 }
 
 typedef struct {
@@ -893,13 +886,12 @@ static double thread_cpu_s(void) {
 static void *part1_thread(void *arg) {
     job_t *jb = (job_t *)arg;
     double c0 = thread_cpu_s();
-    jb->result = run_part_any(jb->S, jb->T, 1);
+    jb->result = run_any(jb->S, jb->T, 1);
     jb->cpu_s = thread_cpu_s() - c0;
     return NULL;
 }
 
 static void local_free(local_t *T) {
-    free(T->recs);
     free(T->acc);
     free(T->corr);
 }
@@ -908,14 +900,16 @@ static int local_init(local_t *T, const shared_t *S, const uint64_t *st, const d
                       const double *y) {
     const int64_t KM = S->K + S->M;
     memcpy(T->st, st, sizeof T->st);
-    T->recs = malloc(sizeof(uint64_t) * (size_t)(REC * (S->N / CHUNK + 2)));
     T->acc = aligned_alloc(64, sizeof(v8d) * (size_t)KM);
-    T->corr = malloc(sizeof(double) * (size_t)(2 * KM + S->K + 8)); /* corr, x, y, c */
-    if (!T->recs || !T->acc || !T->corr) {
+    /* corr, s0, s1, x, y, c: written at every step, so on cache lines no other thread writes */
+    T->corr = aligned_alloc(64, sizeof(double) * (size_t)line_up(4 * KM + S->K + 8));
+    if (!T->acc || !T->corr) {
         local_free(T);
         return -1;
     }
-    T->x = T->corr + KM;
+    T->s0 = T->corr + KM;
+    T->s1 = T->s0 + KM;
+    T->x = T->s1 + KM;
     T->y = T->x + S->K;
     T->c = T->y + S->M;
     memcpy(T->x, x, sizeof(double) * (size_t)S->K);
@@ -925,10 +919,11 @@ static int local_init(local_t *T, const shared_t *S, const uint64_t *st, const d
 
 /* n_steps SGD steps on stream gen, weights in row layout J (K, N), B (M, N), with 1 or 2
  * threads (the same bits either way).  On entry z, x, y hold the current sample and its
- * fields, on exit the next ones; work holds >= N doubles (the other sample buffer).  Only
- * coordinates a < n_tr are updated.  *helper_cpu_s gets the second thread's CPU time (a
- * second thread that cannot be started is done without).  Returns -1, the step t at which a
- * field was not finite, or -2 if the work space could not be allocated. */
+ * fields, on exit the next ones, and st the lanes after that sample was drawn; work holds
+ * sgd_work_size(N, K, M) words (64-byte aligned).  Only coordinates a < n_tr are updated.
+ * *helper_cpu_s gets the second thread's CPU time (a second thread that cannot be started is
+ * done without).  Returns -1, the step t at which a field was not finite (z, x, y, st then as
+ * after step t - 1), or -2 if the work space could not be allocated. */
 int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B,
                  const double *scale, int64_t N, int64_t n_tr, int64_t K, int64_t M, double eta,
                  int act, int64_t n_steps, double *z, double *x, double *y, double *work,
@@ -939,40 +934,64 @@ int64_t sgd_rows(int gen, int nthreads, uint64_t *st, double *J, const double *B
     memset(S, 0, sizeof *S);
     S->gen = gen; S->act = act; S->nth = nthreads == 2 ? 2 : 1;
     S->N = N; S->n_tr = n_tr; S->K = K; S->M = M; S->n_steps = n_steps; S->eta = eta;
-    S->H = CHUNK * (N / (2 * CHUNK));
     S->J = J; S->B = B; S->scale = scale;
-    S->buf[0] = z; S->buf[1] = work;
-    const int64_t KM = K + M, stride = (KM + 7) / 8 * 8; /* separate cache lines */
-    double *parts = aligned_alloc(64, sizeof(double) * (size_t)(4 * stride));
+    S->buf[0] = z;
+    for (int i = 1; i < NBUF; i++) S->buf[i] = work + (i - 1) * buf_stride(N);
+    flagged_t *F = &S->fl[0][0];
+    flags_in(F, 2 * NBUF, (uint64_t *)(work + (NBUF - 1) * buf_stride(N)), N);
+    const int64_t KM = K + M, box = (KM + 1 + 7) / 8 * 8; /* each on cache lines of its own */
+    /* 4 boxes, then 2 step counters and 4 sleep records, a line each */
+    double *mail = aligned_alloc(64, sizeof(double) * (size_t)(4 * box + 6 * 8));
     local_t *T = aligned_alloc(64, 2 * ((sizeof(local_t) + 63) / 64 * 64));
+    uint64_t st0[4 * SROW];
+    memcpy(st0, st, sizeof st0);
     int64_t result = -2;
     if (T) memset(T, 0, 2 * ((sizeof(local_t) + 63) / 64 * 64));
-    if (!parts || !T || local_init(&T[0], S, st, x, y)) goto done;
+    if (!mail || !T || local_init(&T[0], S, st, x, y)) goto done;
+    memset(mail, 0, sizeof(double) * (size_t)(4 * box + 6 * 8));
     for (int p = 0; p < 2; p++)
-        for (int par = 0; par < 2; par++) S->part[p][par] = parts + (2 * p + par) * stride;
+        for (int par = 0; par < 2; par++) S->box[p][par] = mail + (2 * p + par) * box;
+    double *lines = mail + 4 * box;
+    S->recorded = (_Atomic int64_t *)lines;
+    S->repaired = (_Atomic int64_t *)(lines + 8);
+    S->box_sleep[0] = (struct sleep_s *)(lines + 16);
+    S->box_sleep[1] = (struct sleep_s *)(lines + 24);
+    S->recorded_sleep = (struct sleep_s *)(lines + 32);
+    S->repaired_sleep = (struct sleep_s *)(lines + 40);
+    S->la = S->nth == 2 && gen == GEN_ZIG ? 2 : 1;
     if (S->nth == 1) {
-        result = run_serial_any(S, &T[0]);
+        result = run_any(S, &T[0], 0);
     } else {
         if (local_init(&T[1], S, st, x, y)) goto done;
         pthread_t th;
         job_t jb = {S, &T[1], -1, 0.0};
         if (pthread_create(&th, NULL, part1_thread, &jb)) {
             /* no second thread to be had: one thread gives the same bits */
-            result = run_serial_any(S, &T[0]);
+            S->nth = 1;
+            S->la = 1;
+            result = run_any(S, &T[0], 0);
         } else {
-            result = run_part_any(S, &T[0], 0);
+            result = run_any(S, &T[0], 0);
             pthread_join(th, NULL);
             *helper_cpu_s = jb.cpu_s;
             if (jb.result != result) result = -2; /* cannot happen: both see the same fields */
+            /* part 1's lanes are thread 1's */
+            for (int w = 0; w < 4; w++)
+                memcpy(T[0].st + w * SROW + 8, T[1].st + w * SROW + 8, 8 * sizeof(uint64_t));
         }
     }
-    /* where the current sample is and what the fields are after the last completed step */
-    int64_t steps_done = result >= 0 ? result : n_steps;
+    if (result == -1) {
+        if (n_steps % NBUF) memcpy(z, S->buf[n_steps % NBUF], (size_t)N * sizeof(double));
+        memcpy(st, T[0].st, sizeof T[0].st);
+    } else if (result >= 0) {
+        /* the draws ran ahead of step t: draw samples 1 .. t again from the lanes of the
+         * start, so that z and st are those after step t - 1 */
+        memcpy(st, st0, sizeof st0);
+        for (int64_t s = 1; s <= result; s++) sgd_fill(gen, st, scale, z, N, (uint64_t *)(work + (NBUF - 1) * buf_stride(N)));
+    }
     if (result >= -1) {
-        if (steps_done & 1) memcpy(z, work, (size_t)N * sizeof(double));
         memcpy(x, T[0].x, sizeof(double) * (size_t)K);
         memcpy(y, T[0].y, sizeof(double) * (size_t)M);
-        memcpy(st, T[0].st, sizeof T[0].st);
     }
 done:
     if (T) {
@@ -980,7 +999,7 @@ done:
         local_free(&T[1]);
     }
     free(T);
-    free(parts);
+    free(mail);
     free(S);
     return result;
 }
