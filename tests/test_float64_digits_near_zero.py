@@ -65,3 +65,14 @@ def test_an_arbitrary_precision_pair_agrees_only_on_relative_digits_above_its_bo
     got = solvers.solve(_with(dps="auto", digits=9))
     assert got.meta["route"].endswith("settle") and got.meta["agreement_digits"] >= 9
     assert abs(got.eps_g[-1] - reference) / reference < 1e-8
+
+
+def test_the_float64_reference_vouches_only_for_what_its_states_hold():
+    """A fixed dps = 40 at digits = 9: its first run (rtol 1e-12) is off by ~1e-15 absolute,
+    1e-5 of ε_g here, and the check at dps = 50 (rtol 1e-14) says so.  The float64 modes
+    reference used to vouch for it with 15 digits (its pair agreed through the shared floor),
+    and, with relative digits alone, refused it as "the modes basis disagrees"; capped at what
+    its states hold (4.8 digits) it leaves the verdict to the check run."""
+    import solvers
+    with pytest.raises(PrecisionLost, match=r"a check at dps = 50 agrees on eps_g to [0-8]\.\d"):
+        solvers.solve(_with(dps=40))

@@ -199,7 +199,9 @@ def vouched_by_reference(p, L: int, first, reference) -> bool:
     if reference is None:
         return False
     a, modes = reference
-    ref_digits = min(agreement_digits(a.eps_g, modes.eps_g, bound(a, modes)), 15.0)
+    # what the float64 pair agrees on, and no more than its states hold (carried_digits)
+    ref_digits = min(agreement_digits(a.eps_g, modes.eps_g, bound(a, modes)),
+                     carried_digits(a), carried_digits(modes), 15.0)
     agree = agreement_digits(first.eps_g, modes.eps_g, bound(first, modes))
     if agree < p.digits and agree < ref_digits - 1:
         # the stable basis, itself good to ref_digits, disagrees earlier: digits were lost
