@@ -407,8 +407,9 @@ SMOOTH_ROUNDINGS = 100
 # the state moves ε_g by about u max|T^(1)|, whatever the integrator.  Two float64 runs of a
 # checking pair share that floor and agree through it; their relative digits are therefore
 # capped at log10(|ε_g| / resolution) (verify.carried_digits), resolution = STATE_ROUNDINGS u
-# max|T^(1)| (a Step's ``resolution_rate`` times max|T^(1)|).  Measured (erf K = M = 1, L = 4, η = 1, α = 100): the float64 pair's ε_g =
-# 8.57e-11 is off by 7.5e-17 = 0.47 u T^(1), 17x below the resolution.  Arbitrary-precision
+# max|T^(1)| (a Step's ``resolution_rate`` times max|T^(1)|).  Measured (erf K = M = 1, L = 4,
+# η = 1, α = 100): the float64 pair's ε_g = 8.57e-11 is off by 7.5e-17 = 0.47 u T^(1), 17x
+# below the resolution; other systems were not measured.  Arbitrary-precision
 # pairs differ in their dps (a settle ladder, a fixed dps's check), so their comparison sees
 # the floor itself; the fast route's states are exact products of float64 factors.
 STATE_ROUNDINGS = 8
